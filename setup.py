@@ -1,0 +1,46 @@
+"""Build and install sequence_ai_ros as an ament_python package (colcon) or a plain pip package."""
+
+from glob import glob
+import os
+
+from setuptools import find_packages, setup
+
+PACKAGE = 'sequence_ai_ros'
+
+
+def share(subdir: str, pattern: str) -> tuple[str, list[str]]:
+    return (os.path.join('share', PACKAGE, subdir), sorted(glob(os.path.join(subdir, pattern))))
+
+
+setup(
+    name=PACKAGE,
+    version='0.1.0',
+    packages=find_packages(exclude=['test', 'test.*', 'bench']),
+    package_data={'sequence_ai_ros.gateway': ['*.json']},
+    data_files=[
+        ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE]),
+        (os.path.join('share', PACKAGE), ['package.xml']),
+        share('launch', '*.launch.py'),
+        share('config', '*.yaml'),
+    ],
+    python_requires='>=3.10',
+    install_requires=['setuptools', 'httpx>=0.24'],
+    extras_require={
+        'gateway': ['starlette', 'uvicorn', 'numpy', 'pillow'],
+        'ros': ['numpy', 'pillow', 'PyYAML'],
+        'test': ['pytest', 'ruff', 'mypy', 'vermin'],
+    },
+    zip_safe=False,
+    maintainer='sequence_ai_ros maintainers',
+    maintainer_email='maintainers@sequence-ai-ros.invalid',
+    description='Drive a ROS 2 arm from a cloud-served robot policy, smoothly and safely.',
+    license='Apache-2.0',
+    entry_points={
+        'console_scripts': [
+            'policy_node = sequence_ai_ros.node.main:main',
+            'sim_arm = sequence_ai_ros.sim.node:main',
+            'gateway = sequence_ai_ros.gateway.server:main',
+            'sequence-ai-ros = sequence_ai_ros.cli:main',
+        ],
+    },
+)
