@@ -1,5 +1,65 @@
 """sequence_ai_ros: drive a robot from a cloud-served robot policy, smoothly and safely.
 
+    import sequence_ai_ros as sai
+
+    with sai.connect(model='pi05-droid') as policy:
+        outcome = policy.run(observe=robot.observe, act=robot.act, validate=robot.is_safe,
+                             hold=robot.hold, max_actions=250)
+
 Importing this package loads only the client core (httpx); the ROS node, the local gateway
 and the simulated arm live in subpackages that are imported only when used.
 """
+
+from .client.config import DEFAULT_BASE_URL, full_model_id
+from .client.engine import ChunkEngine
+from .client.errors import (
+    AuthError,
+    ChunkExhausted,
+    InvalidRequest,
+    MalformedResponse,
+    OutOfCredit,
+    PolicyBusy,
+    PolicyClosed,
+    SequencesError,
+    Unavailable,
+)
+from .client.outcome import RunOutcome
+from .client.policy import Policy
+from .client.stream import ActionStream
+from .client.transport import Transport
+from .client.types import ActionChunk, ImageFrame, Model, Observation, Prediction, Proprioception
+
+__version__ = '0.1.0'
+
+__all__ = [
+    'connect', 'models', 'Policy', 'ActionStream', 'ChunkEngine', 'Observation', 'ImageFrame',
+    'Proprioception', 'ActionChunk', 'Prediction', 'RunOutcome', 'Model', 'SequencesError',
+    'AuthError', 'OutOfCredit', 'InvalidRequest', 'Unavailable', 'ChunkExhausted',
+    'MalformedResponse', 'PolicyBusy', 'PolicyClosed', 'DEFAULT_BASE_URL',
+]
+
+
+def connect(model: str, *, api_key: str | None = None, base_url: str | None = None,
+            control_hz: float | None = None, timeout_s: float = 30.0) -> Policy:
+    """Open a Policy on one model; nothing is sent (or billed) until the first request.
+
+    model       `pi05-droid` or the full `accounts/sequences/models/pi05-droid`
+    api_key     else $SEQUENCES_API_KEY, else the credentials file
+    base_url    else $SEQUENCES_BASE_URL, else the hosted gateway
+    control_hz  play actions at this rate instead of the rate each chunk declares
+    timeout_s   per-request timeout
+    """
+    transport = Transport(api_key=api_key, base_url=base_url, timeout_s=timeout_s)
+    return Policy(transport, full_model_id(model), control_hz=control_hz)
+
+
+def models(*, endpoint: str | None = None, api_key: str | None = None,
+           base_url: str | None = None) -> list[Model]:
+    """The live catalogue (public: no key needed); endpoint='act' for action models."""
+    transport = Transport(api_key=api_key, base_url=base_url, require_key=False)
+    try:
+        body = transport.get('/v1/models' + (f'?endpoint={endpoint}' if endpoint else ''))
+        rows = body.get('data', [])
+        return [Model.from_wire(row) for row in rows if isinstance(row, dict) and 'id' in row]
+    finally:
+        transport.close()

@@ -1,0 +1,1 @@
+"""The client core: plain Python over httpx, no ROS."""

@@ -1,0 +1,64 @@
+"""A bounded window of recent latencies and the lead time a prefetch needs against them."""
+
+from collections import deque
+from collections.abc import Sequence
+import math
+
+
+def quantile(values: Sequence[float], q: float) -> float | None:
+    """Nearest-rank quantile (no interpolation: it is always a latency that really happened)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    rank = max(1, math.ceil(q * len(ordered)))
+    return ordered[min(rank, len(ordered)) - 1]
+
+
+class LatencyWindow:
+    """Capture-to-chunk latencies, newest last, at most `size` of them."""
+
+    # The location (median) follows the last few samples so a step in latency moves the lead
+    # within a few chunks; the tail shape (p99 / median) comes from the whole window, which a
+    # handful of samples cannot estimate.
+    RECENT = 5
+
+    def __init__(self, size: int = 100, tail_quantile: float = 0.99) -> None:
+        if size < self.RECENT:
+            raise ValueError(f'latency window must hold at least {self.RECENT} samples')
+        if not 0.5 <= tail_quantile < 1.0:
+            raise ValueError('tail_quantile must be in [0.5, 1)')
+        self._samples: deque[float] = deque(maxlen=size)
+        self.tail_quantile = tail_quantile
+
+    def add(self, seconds: float) -> None:
+        """Record one latency; negative or non-finite values are ignored."""
+        if math.isfinite(seconds) and seconds >= 0:
+            self._samples.append(seconds)
+
+    def __len__(self) -> int:
+        return len(self._samples)
+
+    def samples(self) -> list[float]:
+        """A copy of the window, oldest first."""
+        return list(self._samples)
+
+    def q(self, q: float) -> float | None:
+        """A quantile of the window."""
+        return quantile(self._samples, q)
+
+    def planning_latency(self) -> float | None:
+        """The latency to plan a prefetch against: a high quantile that adapts to a step change.
+
+        With fewer than RECENT samples, the worst seen. Otherwise the recent median scaled by the
+        window's tail ratio, never below the worst of the last RECENT samples.
+        """
+        if not self._samples:
+            return None
+        recent = list(self._samples)[-self.RECENT:]
+        if len(self._samples) < self.RECENT:
+            return max(recent)
+        median = quantile(self._samples, 0.5) or 0.0
+        tail = quantile(self._samples, self.tail_quantile) or 0.0
+        recent_median = quantile(recent, 0.5) or 0.0
+        scaled = recent_median * (tail / median) if median > 0 else tail
+        return max(scaled, max(recent))

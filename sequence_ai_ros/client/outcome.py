@@ -1,0 +1,45 @@
+"""RunOutcome: what a run did, so a stalled run and a smooth one never look the same."""
+
+from dataclasses import dataclass
+
+
+@dataclass
+class RunOutcome:
+    """What Policy.run() did. The seed's fields and repr, plus the engine's measurements.
+
+    `max_seam_jump` is the largest per-dimension jump between the last executed action and the
+    first action played from a new chunk, measured before any blending; it reads as a position
+    jump only when `action_space` is absolute.
+    """
+
+    actions: int
+    chunks: int
+    elapsed_s: float
+    underruns: int = 0
+    underrun_s: float = 0.0
+    stopped_early: bool = False
+    reason: str = 'completed'
+    max_seam_jump: float | None = None
+    action_space: str | None = None
+    # Beyond the seed: the share of the run the arm had a command, and why it did not.
+    moving_fraction: float = 0.0
+    longest_underrun_s: float = 0.0
+    requests: int = 0
+    requests_per_s: float = 0.0
+    failed_requests: int = 0
+    stale_chunks: int = 0
+    dropped_steps: int = 0
+    blended_steps: int = 0
+    # Capture-to-chunk latency as the loop saw it, and the server's own inference time, so
+    # network and model time can be told apart.
+    latency_p50_s: float | None = None
+    latency_p95_s: float | None = None
+    latency_p99_s: float | None = None
+    server_inference_p50_ms: float | None = None
+    obs_age_p50_s: float | None = None
+    obs_age_max_s: float | None = None
+
+    def __repr__(self) -> str:
+        stall = f', {self.underruns} underruns ({self.underrun_s:.2f}s)' if self.underruns else ''
+        return (f'RunOutcome({self.actions} actions over {self.chunks} chunks '
+                f'in {self.elapsed_s:.1f}s{stall}, {self.reason})')

@@ -1,0 +1,127 @@
+"""ActionStream: the chunk engine plus the requests in flight, as one non-blocking step.
+
+Policy.run() calls `step()` from a sleep loop and the ROS node calls it from a timer. The HTTP
+calls run on worker threads; chunks are joined into the engine only on the driver's thread,
+so the engine needs no lock and the order of events is the driver's.
+"""
+
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+import threading
+import time
+from typing import Any, Union
+
+from .engine import ChunkEngine, PlannedStep
+from .types import Observation, Prediction
+
+ObservationSource = Union[Observation, Callable[[], Observation]]  # noqa: UP007 (3.10 alias)
+Sender = Callable[[Observation, dict[str, Any]], Prediction]
+
+
+class ActionStream:
+    """Drive a ChunkEngine against a sender with up to `engine.max_inflight` requests in flight.
+
+    `observe` passed to step() returns an Observation, or a zero-argument callable that builds
+    one; a callable is built on the worker thread, which keeps image encoding off a control
+    tick that only needs to snapshot its inputs.
+    """
+
+    def __init__(self, send: Sender, engine: ChunkEngine, *, options: dict[str, Any] | None
+                 = None, clock: Callable[[], float] = time.monotonic,
+                 on_chunk: Callable[[Prediction], Any] | None = None,
+                 name: str = 'sequence-ai-request') -> None:
+        self.engine = engine
+        self._send = send
+        self._options = dict(options or {})
+        self._clock = clock
+        self._on_chunk = on_chunk
+        self._pool = ThreadPoolExecutor(max_workers=engine.max_inflight,
+                                        thread_name_prefix=name)
+        self._futures: dict[int, Future[Prediction]] = {}
+        self._arrivals: dict[int, float] = {}
+        self._lock = threading.Lock()
+        self.last_prediction: Prediction | None = None
+
+    def set_options(self, **options: Any) -> None:
+        """Change the wire options (e.g. the instruction's extras) for the next requests."""
+        self._options.update(options)
+
+    def step(self, now: float, observe: Callable[[], ObservationSource],
+             *, allow_request: bool = True) -> PlannedStep | None:
+        """Join arrived chunks, start a request if the engine asks, and return the action.
+
+        Raises the first failed request's error (typed SequencesError), after marking it.
+        """
+        self.collect()
+        if allow_request and self.engine.should_request(now):
+            self.start(observe(), now)
+        return self.engine.next_action(now)
+
+    def start(self, source: ObservationSource, capture_time: float) -> int:
+        """Send one request in the background for an observation captured at capture_time."""
+        ticket = self.engine.request_started(capture_time)
+        future = self._pool.submit(self._call, source, dict(self._options))
+
+        def arrived(_: 'Future[Prediction]', ticket: int = ticket) -> None:
+            with self._lock:
+                self._arrivals[ticket] = self._clock()
+
+        future.add_done_callback(arrived)
+        self._futures[ticket] = future
+        return ticket
+
+    def collect(self) -> int:
+        """Join every finished request into the engine in ticket order; returns chunks joined."""
+        joined = 0
+        for ticket in sorted(self._futures):
+            future = self._futures[ticket]
+            if not future.done():
+                continue
+            del self._futures[ticket]
+            with self._lock:
+                arrival = self._arrivals.pop(ticket, self._clock())
+            error = future.exception()
+            if error is not None:
+                self.engine.request_failed(ticket)
+                raise error
+            prediction = future.result()
+            server_ms = prediction.perf.get('inference_ms')
+            applied = self.engine.chunk_arrived(
+                ticket, prediction.action_chunk, arrival,
+                server_ms=server_ms if isinstance(server_ms, (int, float)) else None)
+            if applied:
+                joined += 1
+                self.last_prediction = prediction
+                if self._on_chunk is not None:
+                    self._on_chunk(prediction)
+        return joined
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until a request in flight finishes; False if none is in flight or on timeout."""
+        pending = [f for f in self._futures.values() if not f.done()]
+        if not pending:
+            return bool(self._futures)
+        done, _ = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
+        return bool(done)
+
+    @property
+    def inflight(self) -> int:
+        """Requests not yet joined."""
+        return len(self._futures)
+
+    def abandon(self) -> None:
+        """Forget the requests in flight: their answers will be dropped, never played."""
+        for future in self._futures.values():
+            future.cancel()
+        self._futures.clear()
+        self.engine.clear()
+
+    def close(self, wait_for_inflight: bool = True) -> None:
+        """Stop the workers, draining (default) or abandoning the requests in flight."""
+        if not wait_for_inflight:
+            self.abandon()
+        self._pool.shutdown(wait=wait_for_inflight)
+
+    def _call(self, source: ObservationSource, options: dict[str, Any]) -> Prediction:
+        observation = source() if callable(source) else source
+        return self._send(observation, options)

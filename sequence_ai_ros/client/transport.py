@@ -1,0 +1,145 @@
+"""One pooled, kept-alive httpx client per Policy, and the HTTP status -> typed error mapping."""
+
+import json
+import math
+from typing import Any
+
+import httpx
+
+from .config import mask_key, resolve_api_key, resolve_base_url
+from .errors import (
+    AuthError,
+    InvalidRequest,
+    MalformedResponse,
+    OutOfCredit,
+    SequencesError,
+    Unavailable,
+)
+
+_INVALID_STATUSES = (400, 404, 413, 422)
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+        return version('sequence_ai_ros')
+    except Exception:  # a source checkout that was never installed
+        return 'dev'
+
+
+class Transport:
+    """HTTP to the gateway over one connection that stays open for the life of the Policy.
+
+    The handshake is most of a bare request over the internet (185 ms of 306 ms measured on the
+    hosted gateway), so the connection is the thing to keep. The key lives only in the
+    Authorization header and is never part of a repr, log line or error.
+    """
+
+    def __init__(self, *, api_key: str | None = None, base_url: str | None = None,
+                 timeout_s: float = 30.0, require_key: bool = True,
+                 verify: Any = True) -> None:
+        if not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
+            raise ValueError('timeout_s must be a positive number of seconds')
+        key, self.key_source = resolve_api_key(api_key)
+        if require_key and not key:
+            raise AuthError('no API key: pass api_key=, set $SEQUENCES_API_KEY, or write it to '
+                            'the credentials file ($XDG_CONFIG_HOME/sequence-ai/credentials)')
+        self._masked_key = mask_key(key)
+        self.base_url = resolve_base_url(base_url)
+        headers = {'User-Agent': f'sequence_ai_ros/{_version()}'}
+        if key:  # never 'Bearer None'
+            headers['Authorization'] = f'Bearer {key}'
+        self._client = httpx.Client(
+            base_url=self.base_url,
+            headers=headers,
+            timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0)),
+            # One robot, one connection, kept as long as the gateway allows.
+            limits=httpx.Limits(max_connections=4, max_keepalive_connections=4,
+                                keepalive_expiry=300.0),
+            verify=verify,
+        )
+
+    def __repr__(self) -> str:
+        return f'Transport(base_url={self.base_url!r}, key={self._masked_key})'
+
+    def post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """POST JSON and return the decoded 2xx body, or raise the typed error."""
+        try:
+            body = json.dumps(payload, allow_nan=False)
+        except ValueError as exc:
+            raise InvalidRequest(f'request holds a non-finite number: {exc}') from exc
+        try:
+            response = self._client.post(
+                path, content=body, headers={'Content-Type': 'application/json'})
+        except httpx.TimeoutException as exc:
+            raise Unavailable(f'{path} timed out after {self._client.timeout.read}s') from exc
+        except httpx.TransportError as exc:
+            raise Unavailable(f'could not reach {self.base_url}: {type(exc).__name__}') from exc
+        return self._unwrap(response)
+
+    def get(self, path: str) -> dict[str, Any]:
+        """GET and return the decoded 2xx body, or raise the typed error."""
+        try:
+            response = self._client.get(path)
+        except httpx.TimeoutException as exc:
+            raise Unavailable(f'{path} timed out after {self._client.timeout.read}s') from exc
+        except httpx.TransportError as exc:
+            raise Unavailable(f'could not reach {self.base_url}: {type(exc).__name__}') from exc
+        return self._unwrap(response)
+
+    def close(self) -> None:
+        """Close the pooled connection. Idempotent."""
+        self._client.close()
+
+    @staticmethod
+    def _unwrap(response: httpx.Response) -> dict[str, Any]:
+        status = response.status_code
+        if 200 <= status < 300:
+            try:
+                decoded = response.json()
+            except ValueError as exc:
+                raise MalformedResponse(f'{status} answer is not JSON', status=status,
+                                        body=response.text[:2000]) from exc
+            if not isinstance(decoded, dict):
+                raise MalformedResponse(f'{status} answer is not a JSON object', status=status)
+            return decoded
+        raise error_for(response)
+
+
+def _retry_after(detail: dict[str, Any], headers: httpx.Headers) -> float | None:
+    """The body's number, else the header's, else None: never a made-up wait."""
+    for raw in (detail.get('retry_after_s'), headers.get('Retry-After')):
+        try:
+            value = float(raw)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(value) and value >= 0:
+            return value
+    return None
+
+
+def error_for(response: httpx.Response) -> SequencesError:
+    """The typed error for a non-2xx answer, with the server's own message passed through."""
+    status = response.status_code
+    text = response.text[:4000]
+    try:
+        detail: Any = response.json().get('detail')
+    except (ValueError, AttributeError):
+        detail = None
+    structured = detail if isinstance(detail, dict) else {}
+    if structured:
+        message = str(structured.get('message') or structured.get('detail') or structured)
+    else:
+        message = str(detail) if detail else (text or response.reason_phrase)
+    if status == 401:
+        return AuthError(message, status=status, body=text)
+    if status == 402:
+        return OutOfCredit(message, status=status, body=text)
+    if status in (503, 504):
+        return Unavailable(message, status=status, body=text,
+                           warming=structured.get('status') == 'warming_up',
+                           retry_after_s=_retry_after(structured, response.headers),
+                           job_id=structured.get('warming_job_id'))
+    if status in _INVALID_STATUSES or 400 <= status < 500:
+        return InvalidRequest(message, status=status, body=text)
+    return SequencesError(message, status=status, body=text)

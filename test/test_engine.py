@@ -1,0 +1,187 @@
+"""ChunkEngine properties with an injected clock and scripted latencies (no sleeping)."""
+
+import random
+import warnings
+
+from engine_sim import make_chunk, simulate
+import pytest
+
+from sequence_ai_ros.client.engine import blend_weight, ChunkEngine
+from sequence_ai_ros.client.latency import LatencyWindow, quantile
+
+
+def check_invariants(result, engine):
+    """What must hold for any run: provenance, order, no stale override, counts add up."""
+    last_key = (-1, -1)
+    for step in result.played:
+        chunk = result.produced[step.chunk]
+        assert step.raw == chunk.steps[step.index], 'played a step the model never produced'
+        key = (step.chunk, step.index)
+        assert key > last_key, f'{key} played after {last_key}: order or stale override'
+        last_key = key
+        if step.values != step.raw:  # a blend lies between the last action and the model's own
+            assert engine.smooth_seam > 0
+    stats = engine.stats
+    assert stats.actions == len(result.played)
+    assert stats.actions + result.starved_ticks == len(result.tick_times)
+    assert stats.requests == stats.chunks + stats.stale_chunks + stats.failed_requests + \
+        engine.inflight
+
+
+def steady(latency):
+    return lambda ticket, now: latency
+
+
+def test_refill_when_empty_underruns_at_every_boundary():
+    engine = ChunkEngine(prefetch=False)
+    result = simulate(engine, steps=15, hz=15, ticks=300, latency=steady(0.79))
+    check_invariants(result, engine)
+    boundaries = engine.stats.chunks - 1
+    assert engine.stats.underruns >= boundaries - 1 and boundaries > 5
+    moving = len(result.played) / (len(result.played) + result.starved_ticks)
+    assert moving < 0.65  # the seed's arithmetic: C / (C + L) = 1 / 1.79 = 56%
+
+
+def test_prefetch_append_keeps_moving_when_latency_below_chunk():
+    engine = ChunkEngine(join='append', max_inflight=1)
+    result = simulate(engine, steps=15, hz=15, ticks=600, latency=steady(0.79))
+    check_invariants(result, engine)
+    assert engine.stats.underruns == 0
+    assert engine.stats.stale_chunks == 0
+
+
+def test_append_needs_two_inflight_when_latency_exceeds_chunk():
+    # lingbot-vla-v2-6b: 0.5 s chunks, ~0.79 s latency.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        one = ChunkEngine(join='append', max_inflight=1)
+        r1 = simulate(one, steps=15, hz=30, ticks=900, latency=steady(0.79))
+    assert any('cannot keep up' in str(w.message) for w in caught)
+    two = ChunkEngine(join='append', max_inflight=2)
+    r2 = simulate(two, steps=15, hz=30, ticks=900, latency=steady(0.79))
+    check_invariants(r1, one)
+    check_invariants(r2, two)
+    moving_one = len(r1.played) / 900
+    moving_two = len(r2.played) / 900
+    assert moving_one < 0.7
+    assert moving_two > 0.95
+    # Every chunk is played whole in append mode: no request is wasted.
+    assert two.stats.dropped_steps == 0 and two.stats.stale_chunks == 0
+
+
+def test_aligned_drops_past_steps_and_takes_over_at_once():
+    engine = ChunkEngine(join='aligned', max_inflight=3)
+    result = simulate(engine, steps=30, hz=15, ticks=600, latency=steady(0.4))
+    check_invariants(result, engine)
+    assert engine.stats.underruns == 0
+    assert engine.stats.dropped_steps >= 5 * (engine.stats.chunks - 1)
+    # Each action is at most one chunk-latency old, not latency + the buffer ahead of it.
+    ages = list(engine.stats.obs_ages)[100:]
+    assert max(ages) < 0.4 + 30 / 15
+
+
+def test_aligned_with_one_inflight_warns_when_chunk_below_twice_latency():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        engine = ChunkEngine(join='aligned', max_inflight=1)
+        simulate(engine, steps=15, hz=15, ticks=300, latency=steady(0.79))
+    assert any('time-aligned' in str(w.message) for w in caught)
+    assert engine.warnings and 'p99 latency 0.8' in engine.warnings[0]
+
+
+def test_out_of_order_reply_never_overrides_newer_plan():
+    # Request 2 is slow and arrives after request 3: it must be discarded, not played.
+    engine = ChunkEngine(join='aligned', max_inflight=4)
+    result = simulate(engine, steps=30, hz=15, ticks=300,
+                      latency=lambda t, now: 2.5 if t == 2 else 0.3)
+    check_invariants(result, engine)
+    assert engine.stats.stale_chunks >= 1
+    assert all(step.chunk != 2 for step in result.played)
+
+
+def test_failed_requests_are_counted_and_plan_continues():
+    engine = ChunkEngine(join='append', max_inflight=2)
+    result = simulate(engine, steps=15, hz=15, ticks=300, latency=steady(0.3),
+                      fail=lambda t: t % 4 == 3)
+    check_invariants(result, engine)
+    assert engine.stats.failed_requests >= 3
+
+
+def test_trigger_adapts_to_a_step_change_within_a_few_chunks():
+    def stepped(ticket, now):
+        return 0.3 if now < 10 else 0.6
+    engine = ChunkEngine(join='append', max_inflight=1)
+    result = simulate(engine, steps=15, hz=15, ticks=900, latency=stepped)
+    check_invariants(result, engine)
+    assert engine.stats.underruns <= 2
+    # And back down: the lead follows within a few samples.
+    window = LatencyWindow(100)
+    for _ in range(50):
+        window.add(1.0)
+    for _ in range(5):
+        window.add(0.5)
+    assert window.planning_latency() < 0.8
+
+
+def test_seam_measured_before_blending_and_blend_only_on_absolute_spaces():
+    def offset_chunk(ticket, steps, hz, space):
+        return make_chunk(ticket, steps, hz, space, offset=-3.0 * ticket)
+    blended = ChunkEngine(join='append', smooth_seam=4)
+    rb = simulate(blended, steps=10, hz=10, ticks=60, latency=steady(0.2),
+                  chunk_factory=offset_chunk)
+    plain = ChunkEngine(join='append')
+    rp = simulate(plain, steps=10, hz=10, ticks=60, latency=steady(0.2),
+                  chunk_factory=offset_chunk)
+    check_invariants(rb, blended)
+    assert blended.stats.max_seam_jump == plain.stats.max_seam_jump > 900
+    assert blended.stats.blended_steps > 0
+    first_chunk = [s for s in rb.played if s.chunk == rb.played[0].chunk]
+    assert all(s.values == s.raw for s in first_chunk), 'the first chunk is never blended'
+    # The blended lead-in lies between the last action and the model's own step.
+    for prev, step in zip(rb.played, rb.played[1:]):
+        if step.values != step.raw:
+            lo, hi = sorted((prev.values[0], step.raw[0]))
+            assert lo - 1e-9 <= step.values[0] <= hi + 1e-9 or step.index > 0
+    velocity = ChunkEngine(join='append', smooth_seam=4)
+    rv = simulate(velocity, steps=10, hz=10, ticks=60, latency=steady(0.2),
+                  space='joint_velocity', chunk_factory=offset_chunk)
+    assert velocity.stats.blended_steps == 0
+    assert all(s.values == s.raw for s in rv.played)
+
+
+def test_linear_blend_matches_the_seed_and_min_jerk_has_flat_ends():
+    assert [blend_weight(i, 3, 'linear') for i in range(3)] == [0.25, 0.5, 0.75]
+    n = 50
+    w = [0.0] + [blend_weight(i, n, 'min_jerk') for i in range(n)] + [1.0]
+    first_slope = w[1] - w[0]
+    mid_slope = w[n // 2 + 1] - w[n // 2]
+    last_slope = w[-1] - w[-2]
+    assert first_slope < mid_slope / 50 and last_slope < mid_slope / 50
+    assert all(b >= a for a, b in zip(w, w[1:]))
+
+
+def test_random_latencies_and_failures_keep_the_invariants():
+    for seed in range(20):
+        rng = random.Random(seed)
+        latencies = {}
+
+        def latency(ticket, now, rng=rng, latencies=latencies):
+            return latencies.setdefault(ticket, rng.lognormvariate(-0.5, 0.6))
+        engine = ChunkEngine(join=rng.choice(['append', 'aligned']),
+                             max_inflight=rng.randint(1, 3), smooth_seam=rng.randint(0, 5),
+                             warn=False)
+        result = simulate(engine, steps=rng.randint(5, 30), hz=rng.choice([10, 15, 30]),
+                          ticks=400, latency=latency, fail=lambda t, rng=rng: rng.random() < 0.1)
+        check_invariants(result, engine)
+
+
+def test_quantile_and_window_validation():
+    assert quantile([], 0.5) is None
+    assert quantile([3.0, 1.0, 2.0], 0.5) == 2.0
+    assert quantile(list(range(1, 101)), 0.99) == 99
+    with pytest.raises(ValueError):
+        LatencyWindow(2)
+    with pytest.raises(ValueError):
+        ChunkEngine(join='sideways')
+    with pytest.raises(ValueError):
+        ChunkEngine(max_inflight=0)
