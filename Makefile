@@ -24,7 +24,7 @@ $(STAMP): requirements.txt requirements-dev.txt setup.py
 lint: venv
 	$(PY) -m ruff check .
 	$(PY) -m mypy $(CLIENT_CORE)
-	$(PY) -m vermin --no-tips --violations --eval-annotations -t=3.10- sequence_ai_ros test bench setup.py
+	$(VENV)/bin/vermin --no-tips --violations --eval-annotations -t=3.10- sequence_ai_ros test bench setup.py
 
 # pytest exits 5 when it collects nothing; that is not a failure of the code under test.
 test: lint

@@ -6,7 +6,7 @@ import warnings
 from engine_sim import make_chunk, simulate
 import pytest
 
-from sequence_ai_ros.client.engine import blend_weight, ChunkEngine
+from sequence_ai_ros.client.engine import ChunkEngine, blend_weight
 from sequence_ai_ros.client.latency import LatencyWindow, quantile
 
 
@@ -130,7 +130,7 @@ def test_seam_measured_before_blending_and_blend_only_on_absolute_spaces():
     rb = simulate(blended, steps=10, hz=10, ticks=60, latency=steady(0.2),
                   chunk_factory=offset_chunk)
     plain = ChunkEngine(join='append')
-    rp = simulate(plain, steps=10, hz=10, ticks=60, latency=steady(0.2),
+    simulate(plain, steps=10, hz=10, ticks=60, latency=steady(0.2),
                   chunk_factory=offset_chunk)
     check_invariants(rb, blended)
     assert blended.stats.max_seam_jump == plain.stats.max_seam_jump > 900

@@ -77,7 +77,8 @@ class ChunkEngine:
     def __init__(self, *, join: str = 'append', prefetch: bool = True, max_inflight: int = 1,
                  control_hz: float | None = None, smooth_seam: int = 0,
                  blend: str = 'linear', latency_window: int = 100,
-                 tail_quantile: float = 0.99, warn: bool = True) -> None:
+                 tail_quantile: float = 0.99, warn: bool = True,
+                 latency: LatencyWindow | None = None) -> None:
         if join not in JOIN_MODES:
             raise ValueError(f'join must be one of {JOIN_MODES}, got {join!r}')
         if blend not in BLENDS:
@@ -94,7 +95,8 @@ class ChunkEngine:
         self.control_hz = control_hz
         self.smooth_seam = smooth_seam
         self.blend = blend
-        self.latency = LatencyWindow(latency_window, tail_quantile)
+        # A window passed in is shared: a Policy's runs keep what earlier runs measured.
+        self.latency = latency or LatencyWindow(latency_window, tail_quantile)
         self.stats = EngineStats()
         self.warnings: list[str] = []
         self._warn = warn

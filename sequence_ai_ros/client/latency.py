@@ -21,10 +21,12 @@ class LatencyWindow:
     # within a few chunks; the tail shape (p99 / median) comes from the whole window, which a
     # handful of samples cannot estimate.
     RECENT = 5
+    TAIL_SAMPLES = 20
+    PRIOR_TAIL = 1.6
 
     def __init__(self, size: int = 100, tail_quantile: float = 0.99) -> None:
-        if size < self.RECENT:
-            raise ValueError(f'latency window must hold at least {self.RECENT} samples')
+        if size < self.TAIL_SAMPLES:
+            raise ValueError(f'latency window must hold at least {self.TAIL_SAMPLES} samples')
         if not 0.5 <= tail_quantile < 1.0:
             raise ValueError('tail_quantile must be in [0.5, 1)')
         self._samples: deque[float] = deque(maxlen=size)
@@ -49,16 +51,17 @@ class LatencyWindow:
     def planning_latency(self) -> float | None:
         """The latency to plan a prefetch against: a high quantile that adapts to a step change.
 
-        With fewer than RECENT samples, the worst seen. Otherwise the recent median scaled by the
-        window's tail ratio, never below the worst of the last RECENT samples.
+        The recent median times the window's tail ratio (p99 / median), never below the worst
+        recent sample. A p99 from fewer than TAIL_SAMPLES samples is just their maximum, biased
+        low, so until then the ratio is at least PRIOR_TAIL (lognormal sigma 0.2: p99/p50 1.6).
         """
         if not self._samples:
             return None
         recent = list(self._samples)[-self.RECENT:]
-        if len(self._samples) < self.RECENT:
-            return max(recent)
         median = quantile(self._samples, 0.5) or 0.0
         tail = quantile(self._samples, self.tail_quantile) or 0.0
+        ratio = tail / median if median > 0 else 1.0
+        if len(self._samples) < self.TAIL_SAMPLES:
+            ratio = max(ratio, self.PRIOR_TAIL)
         recent_median = quantile(recent, 0.5) or 0.0
-        scaled = recent_median * (tail / median) if median > 0 else tail
-        return max(scaled, max(recent))
+        return max(recent_median * ratio, max(recent))

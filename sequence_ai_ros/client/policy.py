@@ -14,7 +14,7 @@ import warnings
 
 from .engine import ChunkEngine, summarize
 from .errors import ChunkExhausted, PolicyBusy, PolicyClosed, Unavailable
-from .latency import quantile
+from .latency import LatencyWindow, quantile
 from .outcome import RunOutcome
 from .stream import ActionStream
 from .transport import Transport
@@ -49,6 +49,7 @@ class Policy:
         # RLock so the same thread may re-enter (next_action -> predict); another thread may not.
         self._drive_lock = threading.RLock()
         self._stream: ActionStream | None = None
+        self._latency = LatencyWindow()
 
     def __repr__(self) -> str:
         state = 'closed' if self._closed else 'open'
@@ -98,7 +99,7 @@ class Policy:
         self._assert_open()
         engine = ChunkEngine(join=join, prefetch=prefetch, max_inflight=max_inflight,
                              control_hz=self._control_hz, smooth_seam=smooth_seam,
-                             blend=seam_blend)
+                             blend=seam_blend, latency=self._latency)
         return ActionStream(self.send, engine, options=options, clock=clock, on_chunk=on_chunk)
 
     # -- you do everything ------------------------------------------------------------------
@@ -247,6 +248,7 @@ class _RunLoop:
         self.max_actions = max_actions
         self.startup_timeout_s = startup_timeout_s
         self.reason = 'completed'
+        self.acted = 0
         self.began = time.monotonic()
         self.outcome = RunOutcome(actions=0, chunks=0, elapsed_s=0.0)
 
@@ -268,6 +270,7 @@ class _RunLoop:
                 self.reason = 'validate'
                 return
             self.act(step.values)
+            self.acted += 1
             deadline = (time.monotonic() if deadline is None else deadline) + self.engine.period
             delay = deadline - time.monotonic()
             if delay > 0:
@@ -309,14 +312,14 @@ class _RunLoop:
         self.engine.close_underrun(now)
         stats = self.engine.stats
         out = self.outcome
-        out.actions, out.chunks = stats.actions, stats.chunks
+        out.actions, out.chunks = self.acted, stats.chunks
         out.elapsed_s = now - self.began
         out.underruns, out.underrun_s = stats.underruns, stats.underrun_s
         out.longest_underrun_s = stats.longest_underrun_s
         out.stopped_early = self.reason != 'completed'
         out.reason = self.reason
         out.max_seam_jump, out.action_space = stats.max_seam_jump, stats.action_space
-        commanded = stats.actions * self.engine.period
+        commanded = self.acted * self.engine.period
         out.moving_fraction = commanded / (commanded + stats.underrun_s) if commanded else 0.0
         out.requests, out.failed_requests = stats.requests, stats.failed_requests
         out.requests_per_s = stats.requests / out.elapsed_s if out.elapsed_s > 0 else 0.0

@@ -55,6 +55,8 @@ class ActionStream:
         self.collect()
         if allow_request and self.engine.should_request(now):
             self.start(observe(), now)
+        if not self.engine.buffered and self.collect():
+            pass  # a chunk landed since the first look: no underrun for a race of microseconds
         return self.engine.next_action(now)
 
     def start(self, source: ObservationSource, capture_time: float) -> int:

@@ -1,0 +1,87 @@
+"""The ASGI app: routes of the wire contract (PROTOCOL.md) plus the local-only stats endpoint."""
+
+import json
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from .act import ActService
+from .catalogue import load_catalogue
+from .config import GatewayConfig
+from .keys import KeyLedger
+from .latency import LatencySampler
+from .policy_api import PolicyFactory, load_factory
+from .reference_policy import ReferencePolicy
+from .stats import Stats, StatsMiddleware
+from .warmth import Warmth
+
+OPENAPI_FILE = Path(__file__).with_name('openapi.json')
+LOCAL_NOTE = ('Local gateway introspection for tests and benchmarks; not part of the hosted '
+              'contract and never served by api.generalsequences.com.')
+
+
+def create_app(config: GatewayConfig) -> Starlette:
+    """Build the gateway app for `config` (raises ValueError/ImportError on a bad set-up)."""
+    scale = config.time_scale
+    catalogue = load_catalogue(config.catalogue, scale, config.latency_median_s,
+                               config.cold_start_s)
+    factory: PolicyFactory = ReferencePolicy
+    policy_name = 'reference'
+    if config.policy:
+        factory, policy_name = load_factory(config.policy), config.policy
+    ledger = KeyLedger(config.keys)
+    warmth = Warmth({p.id: p.cold_start_s for p in catalogue.profiles},
+                    config.idle_cold_s * scale, config.start_warm)
+    service = ActService(
+        catalogue, ledger, warmth,
+        LatencySampler(config.scenario, scale, config.step_after_s, config.seed),
+        {p.id: factory(p) for p in catalogue.profiles}, policy_name,
+        config.concurrency, config.max_body_bytes, config.seed)
+    stats = Stats()
+    openapi = json.loads(OPENAPI_FILE.read_text(encoding='utf-8'))
+
+    async def models(request: Request) -> JSONResponse:
+        endpoint = request.query_params.get('endpoint') or None
+        return JSONResponse({'object': 'list', 'data': catalogue.rows(endpoint)})
+
+    async def health(request: Request) -> JSONResponse:
+        return JSONResponse({'status': 'ok', 'backend': 'local',
+                             'auth': 'keys' if ledger.enabled else 'disabled'})
+
+    async def local_stats(request: Request) -> JSONResponse:
+        queues = service.queue_snapshot()
+        body: dict[str, Any] = {'note': LOCAL_NOTE, **stats.snapshot()}
+        body.update(
+            keys=ledger.snapshot(),
+            models={m: {**state, **queues[m]} for m, state in warmth.snapshot().items()},
+            queue_depth=sum(q['queued'] for q in queues.values()),
+            in_flight=sum(q['in_flight'] for q in queues.values()),
+            auth='keys' if ledger.enabled else 'disabled',
+            scenario=config.scenario, time_scale=scale, policy=policy_name)
+        return JSONResponse(body)
+
+    async def openapi_json(request: Request) -> JSONResponse:
+        return JSONResponse(openapi)
+
+    async def http_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, HTTPException)
+        return JSONResponse({'detail': exc.detail}, exc.status_code, headers=exc.headers)
+
+    async def server_error(request: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({'detail': f'internal error: {type(exc).__name__}'}, 500)
+
+    routes = [
+        Route('/v1/act', service.handle, methods=['POST']),
+        Route('/v1/models', models, methods=['GET']),
+        Route('/v1/health', health, methods=['GET']),
+        Route('/v1/_local/stats', local_stats, methods=['GET']),
+        Route('/openapi.json', openapi_json, methods=['GET']),
+    ]
+    return Starlette(routes=routes, middleware=[Middleware(StatsMiddleware, stats=stats)],
+                     exception_handlers={HTTPException: http_error, Exception: server_error})

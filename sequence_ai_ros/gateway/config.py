@@ -1,0 +1,46 @@
+"""The gateway's settings, as one record that the CLI fills and the app factory reads."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+SCENARIOS = ('steady', 'heavy_tail', 'step', 'fast')
+
+
+@dataclass
+class GatewayConfig:
+    """Everything `create_app` needs. Durations are model seconds; `time_scale` shrinks them.
+
+    `keys` maps API key to credit; empty means auth is disabled.
+    """
+
+    host: str = '127.0.0.1'
+    port: int = 8765
+    time_scale: float = 1.0
+    scenario: str = 'steady'
+    step_after_s: float = 30.0
+    latency_median_s: float | None = None
+    cold_start_s: float | None = None
+    idle_cold_s: float = 900.0
+    start_warm: bool = False
+    concurrency: int = 16
+    max_body_bytes: int = 8 * 1024 * 1024
+    keys: Mapping[str, int] = field(default_factory=dict)
+    seed: int = 0
+    policy: str | None = None
+    catalogue: str | None = None
+    certfile: str | None = None
+    keyfile: str | None = None
+    keep_alive_s: int = 75
+    log_level: str = 'info'
+
+    def __post_init__(self) -> None:
+        if self.scenario not in SCENARIOS:
+            raise ValueError(f'scenario must be one of {SCENARIOS}')
+        if not self.time_scale > 0:
+            raise ValueError('time_scale must be > 0')
+        if self.concurrency < 1:
+            raise ValueError('concurrency must be >= 1')
+        if self.max_body_bytes < 1:
+            raise ValueError('max_body_bytes must be >= 1')
+        if self.latency_median_s is not None and self.latency_median_s < 0:
+            raise ValueError('latency_median_s must be >= 0')

@@ -1,0 +1,156 @@
+"""API keys and their credit: loading, constant-time checks, and per-call accounting.
+
+A key is never echoed: not in errors, logs or stats (stats show `mask(key)`).
+"""
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+import hashlib
+import hmac
+import os
+from pathlib import Path
+import threading
+
+from .errors import ApiError
+
+KEYS_ENV = 'SEQUENCE_AI_ROS_GATEWAY_KEYS'
+KEY_PREFIX = 'seq_'
+_BEARER_HINT = "send 'Authorization: Bearer seq_...'"
+
+
+def load_keys(keys_file: str | None = None,
+              env: Mapping[str, str] | None = None) -> dict[str, int]:
+    """Keys and credits from a file (`seq_xxx 100` per line, '#' comments) and the environment.
+
+    The environment (`SEQUENCE_AI_ROS_GATEWAY_KEYS="seq_a=100,seq_b=5"`) wins over the file
+    for a key in both. Raises ValueError naming the line or entry, never the key.
+    """
+    keys: dict[str, int] = {}
+    if keys_file:
+        text = Path(keys_file).read_text(encoding='utf-8')
+        for number, line in enumerate(text.splitlines(), 1):
+            line = line.split('#', 1)[0].strip()
+            if line:
+                parts = line.split()
+                if len(parts) != 2:
+                    raise ValueError(f'{keys_file}:{number}: expected "<key> <credit>"')
+                keys[_check_key(parts[0], f'{keys_file}:{number}')] = _credit(
+                    parts[1], f'{keys_file}:{number}')
+        if not keys:
+            raise ValueError(f'{keys_file}: no keys (every line empty or a comment)')
+    spec = (os.environ if env is None else env).get(KEYS_ENV, '')
+    for number, item in enumerate(filter(None, (s.strip() for s in spec.split(','))), 1):
+        where = f'{KEYS_ENV} entry {number}'
+        key, sep, credit = item.partition('=')
+        if not sep:
+            raise ValueError(f'{where}: expected "<key>=<credit>"')
+        keys[_check_key(key.strip(), where)] = _credit(credit.strip(), where)
+    return keys
+
+
+def _check_key(key: str, where: str) -> str:
+    if not key.startswith(KEY_PREFIX) or len(key) <= len(KEY_PREFIX):
+        raise ValueError(f'{where}: a key must start with {KEY_PREFIX!r} and have more after it')
+    return key
+
+
+def _credit(text: str, where: str) -> int:
+    try:
+        credit = int(text)
+    except ValueError:
+        credit = -1
+    if credit < 0:
+        raise ValueError(f'{where}: credit must be a whole number >= 0')
+    return credit
+
+
+def mask(key: str, index: int) -> str:
+    """A display name for a key: `seq_…abcd`, or `seq_…#<index>` when the key is too short."""
+    # Revealing 4 characters of a short key would give away most of it.
+    return f'{KEY_PREFIX}…{key[-4:]}' if len(key) >= 16 else f'{KEY_PREFIX}…#{index}'
+
+
+@dataclass
+class Reservation:
+    """One unit of credit held for a call in progress; committed on success, else refunded."""
+
+    key: str | None
+    settled: bool = False
+
+
+class KeyLedger:
+    """Authenticates bearer tokens and keeps each key's remaining credit."""
+
+    def __init__(self, keys: Mapping[str, int]) -> None:
+        self._keys = list(keys)
+        self._digests = [hashlib.sha256(k.encode()).digest() for k in self._keys]
+        self._credit = dict(keys)
+        self._acts = dict.fromkeys(self._keys, 0)
+        self._lock = threading.Lock()
+
+    @property
+    def enabled(self) -> bool:
+        """Whether any key is configured; without keys every call is accepted."""
+        return bool(self._keys)
+
+    def authenticate(self, authorization: str | None) -> str | None:
+        """The configured key an Authorization header carries, else ApiError(401).
+
+        Returns None when auth is disabled.
+        """
+        if not self.enabled:
+            return None
+        if not authorization:
+            raise _unauthorized(f'missing API key: {_BEARER_HINT}')
+        scheme, _, token = authorization.strip().partition(' ')
+        token = token.strip()
+        if scheme.lower() != 'bearer' or not token or ' ' in token:
+            raise _unauthorized(f'malformed Authorization header: {_BEARER_HINT}')
+        # Digests make the comparison independent of length; every key is compared, no early exit.
+        digest = hashlib.sha256(token.encode('utf-8', 'surrogateescape')).digest()
+        found = None
+        for key, known in zip(self._keys, self._digests, strict=True):
+            if hmac.compare_digest(digest, known):
+                found = key
+        if found is None:
+            raise _unauthorized('invalid API key')
+        return found
+
+    def reserve(self, key: str | None) -> Reservation:
+        """Hold one unit of the key's credit, else ApiError(402)."""
+        if key is None:
+            return Reservation(None)
+        with self._lock:
+            if self._credit[key] <= 0:
+                used = self._acts[key]
+                raise ApiError(402, f'out of credit: this key has no calls left ({used} used)')
+            self._credit[key] -= 1
+        return Reservation(key)
+
+    def commit(self, reservation: Reservation) -> None:
+        """Charge the held unit: the call succeeded."""
+        if reservation.settled:
+            return
+        reservation.settled = True
+        if reservation.key is not None:
+            with self._lock:
+                self._acts[reservation.key] += 1
+
+    def refund(self, reservation: Reservation) -> None:
+        """Give the held unit back: failed calls are free."""
+        if reservation.settled:
+            return
+        reservation.settled = True
+        if reservation.key is not None:
+            with self._lock:
+                self._credit[reservation.key] += 1
+
+    def snapshot(self) -> dict[str, dict[str, int]]:
+        """Per masked key: successful acts and credit left."""
+        with self._lock:
+            return {mask(k, i): {'acts': self._acts[k], 'credit_left': self._credit[k]}
+                    for i, k in enumerate(self._keys, 1)}
+
+
+def _unauthorized(detail: str) -> ApiError:
+    return ApiError(401, detail, {'WWW-Authenticate': 'Bearer realm="sequence-ai-ros"'})

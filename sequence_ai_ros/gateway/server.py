@@ -1,0 +1,110 @@
+"""The `gateway` command: parse flags, build the app, serve it with uvicorn.
+
+Durations given on the command line are model seconds; `--time-scale S` multiplies every
+one of them (latency, cold start, idle timeout, step time, retry_after_s) and divides the
+control rate, so a test at S = 0.02 sees the same ratios 50 times faster.
+"""
+
+import argparse
+from collections.abc import Sequence
+import logging
+import sys
+
+from .app import create_app
+from .config import SCENARIOS, GatewayConfig
+from .keys import KEYS_ENV, load_keys
+
+LOG = logging.getLogger('sequence_ai_ros.gateway')
+__all__ = ['build_parser', 'create_app', 'main']
+
+
+def build_parser(prog: str = 'gateway') -> argparse.ArgumentParser:
+    """The command-line flags (shared with `sequence-ai-ros gateway`)."""
+    defaults = GatewayConfig()
+    parser = argparse.ArgumentParser(
+        prog=prog, description='Serve the sequence-ai wire contract locally, with reference '
+        "policies and the hosted catalogue's timing.")
+    add = parser.add_argument
+    add('--host', default=defaults.host, help='address to bind (default %(default)s)')
+    add('--port', type=int, default=defaults.port, help='port (default %(default)s)')
+    add('--time-scale', type=float, default=defaults.time_scale, metavar='S',
+        help='multiply every duration by S and divide control rates by S (default 1.0)')
+    add('--scenario', choices=SCENARIOS, default=defaults.scenario,
+        help='latency scenario: steady = the profile; heavy_tail = 1%% of calls 3-5x slower; '
+        'step = latency doubles after --step-after-s of uptime; fast = median 0.15 s')
+    add('--step-after-s', type=float, default=defaults.step_after_s, metavar='SECONDS',
+        help='uptime before the step scenario doubles latency (model s, default 30)')
+    add('--latency-median-s', type=float, default=None, metavar='SECONDS',
+        help="override every model's median latency (model s; 0 = no simulated latency)")
+    add('--cold-start-s', type=float, default=None, metavar='SECONDS',
+        help="override every model's cold start (model s; catalogue: 100)")
+    add('--idle-cold-s', type=float, default=defaults.idle_cold_s, metavar='SECONDS',
+        help='a model idle this long goes cold again (model s, default 900)')
+    add('--start-warm', action='store_true', help='start with every model warm')
+    add('--concurrency', type=int, default=defaults.concurrency, metavar='N',
+        help='inferences at once per model; more wait in FIFO order (default 16)')
+    add('--max-body-bytes', type=int, default=defaults.max_body_bytes, metavar='BYTES',
+        help='larger request bodies get 413 (default 8 MiB)')
+    add('--keys-file', default=None, metavar='PATH',
+        help=f'API keys, "seq_xxx <credit>" per line; also ${KEYS_ENV}="seq_a=100,seq_b=5". '
+        'With neither, auth is disabled')
+    add('--seed', type=int, default=defaults.seed, help="seed of the server's random draws")
+    add('--policy', default=None, metavar='MODULE:FACTORY',
+        help='serve your own policy: factory(profile) -> object with act(observation, '
+        'options, rng) (see sequence_ai_ros.gateway.policy_api)')
+    add('--catalogue', default=None, metavar='PATH', help='another catalogue.json')
+    add('--certfile', default=None, help='TLS certificate (PEM); serve HTTPS')
+    add('--keyfile', default=None, help='TLS private key (PEM)')
+    add('--keep-alive-s', type=int, default=defaults.keep_alive_s, metavar='SECONDS',
+        help='idle keep-alive connection timeout (default 75; robots hold one open)')
+    add('--log-level', default=defaults.log_level,
+        choices=('critical', 'error', 'warning', 'info', 'debug'))
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> GatewayConfig:
+    """A GatewayConfig from parsed flags, with keys read from the file and environment."""
+    if bool(args.certfile) != bool(args.keyfile):
+        raise ValueError('--certfile and --keyfile go together')
+    return GatewayConfig(
+        host=args.host, port=args.port, time_scale=args.time_scale, scenario=args.scenario,
+        step_after_s=args.step_after_s, latency_median_s=args.latency_median_s,
+        cold_start_s=args.cold_start_s, idle_cold_s=args.idle_cold_s,
+        start_warm=args.start_warm, concurrency=args.concurrency,
+        max_body_bytes=args.max_body_bytes, keys=load_keys(args.keys_file), seed=args.seed,
+        policy=args.policy, catalogue=args.catalogue, certfile=args.certfile,
+        keyfile=args.keyfile, keep_alive_s=args.keep_alive_s, log_level=args.log_level)
+
+
+def main(argv: Sequence[str] | None = None, prog: str = 'gateway') -> int:
+    """Run the gateway until interrupted; returns the exit status."""
+    parser = build_parser(prog)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(),
+                        format='%(asctime)s %(levelname)s %(name)s: %(message)s')
+    try:
+        config = config_from_args(args)
+        app = create_app(config)
+    except (ValueError, OSError, ImportError, AttributeError) as exc:
+        parser.exit(2, f'{parser.prog}: error: {exc}\n')
+    import uvicorn  # here, so that building the parser stays cheap for the umbrella CLI
+
+    if not config.keys:
+        LOG.warning('no API keys (--keys-file or %s): auth is disabled, every call is '
+                    'accepted', KEYS_ENV)
+    scheme = 'https' if config.certfile else 'http'
+    LOG.info('serving %s://%s:%d (auth %s, scenario %s, time scale %g, %s policy)',
+             scheme, config.host, config.port, 'keys' if config.keys else 'disabled',
+             config.scenario, config.time_scale, config.policy or 'reference')
+    uvicorn.run(
+        app, host=config.host, port=config.port, log_level=config.log_level,
+        timeout_keep_alive=config.keep_alive_s, timeout_graceful_shutdown=3,
+        # Our own lines carry no headers; uvicorn's access lines are off to keep it that way,
+        # and forwarded headers are ignored so stats see the real peer of each connection.
+        access_log=False, proxy_headers=False, ssl_certfile=config.certfile,
+        ssl_keyfile=config.keyfile)
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

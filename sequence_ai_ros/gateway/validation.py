@@ -1,0 +1,222 @@
+"""POST /v1/act request checking: every refusal names the field it is about.
+
+400 for a body that is not a JSON object, 404 for an unknown model, 422 for everything about
+the observation and options. Python's json accepts NaN and Infinity; they are refused here.
+"""
+
+from dataclasses import dataclass, field
+import json
+import math
+from typing import Any
+
+from PIL import Image
+
+from .catalogue import Catalogue, ModelProfile
+from .errors import ApiError
+from .images import ImageError, decode_frame
+
+KNOWN_OPTIONS = ('action_horizon', 'seed', 'robot')
+_REQUEST_KEYS = ('model', 'observation')
+
+
+@dataclass
+class ActRequest:
+    """A validated /v1/act call: the profile, decoded frames and proprioception, options."""
+
+    profile: ModelProfile
+    images: dict[str, Image.Image]
+    image_sizes: dict[str, tuple[int, int]]
+    timestamps_ms: dict[str, int | None]
+    joint_positions: list[float]
+    joint_velocities: list[float] | None
+    end_effector_pose: list[float] | None
+    gripper: float | None
+    instruction: str
+    horizon: int
+    seed: int | None
+    options: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+    def observation(self) -> dict[str, Any]:
+        """The observation as a policy plug-in receives it (frames decoded to RGB images)."""
+        proprioception: dict[str, Any] = {'joint_positions': list(self.joint_positions)}
+        for name in ('joint_velocities', 'end_effector_pose', 'gripper'):
+            if getattr(self, name) is not None:
+                proprioception[name] = getattr(self, name)
+        return {
+            'images': dict(self.images),
+            'timestamps_ms': dict(self.timestamps_ms),
+            'proprioception': proprioception,
+            'instruction': self.instruction,
+        }
+
+
+def _invalid(detail: str) -> ApiError:
+    return ApiError(422, detail)
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return 'null'
+    if isinstance(value, bool):
+        return 'a boolean'
+    if isinstance(value, float) and not math.isfinite(value):
+        return repr(value).replace('inf', 'Infinity').replace('nan', 'NaN')
+    if isinstance(value, (int, float)):
+        return 'a number'
+    if isinstance(value, str):
+        return 'a string'
+    if isinstance(value, list):
+        return 'an array'
+    return 'an object'
+
+
+def parse_json(body: bytes) -> dict[str, Any]:
+    """The body as a JSON object, or ApiError 400 saying what is wrong with it."""
+    if not body:
+        raise ApiError(400, 'request body is empty; expected a JSON object')
+    try:
+        payload = json.loads(body)
+    except RecursionError:
+        raise ApiError(400, 'request body is nested too deeply') from None
+    except UnicodeDecodeError:
+        raise ApiError(400, 'request body is not UTF-8 text') from None
+    except ValueError as exc:
+        raise ApiError(400, f'request body is not valid JSON: {exc}') from None
+    if not isinstance(payload, dict):
+        raise ApiError(400, f'request body must be a JSON object, got {_kind(payload)}')
+    return payload
+
+
+def lookup_model(payload: dict[str, Any], catalogue: Catalogue) -> ModelProfile:
+    """The profile the request names, else ApiError 422 (no model) or 404 (unknown model)."""
+    model = payload.get('model')
+    if not isinstance(model, str) or not model:
+        raise _invalid(f'model: expected a model id string, got {_kind(model)}')
+    profile = catalogue.get(model)
+    if profile is None:
+        known = ', '.join(p.id for p in catalogue.profiles)
+        shown = model if len(model) <= 200 else model[:200] + '...'
+        raise ApiError(404, f'model: {shown!r} not found; known models: {known}')
+    return profile
+
+
+def _number(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _invalid(f'{where}: expected a finite number, got {_kind(value)}')
+    try:
+        result = float(value)
+    except OverflowError:  # an integer literal beyond float range
+        result = math.inf if value > 0 else -math.inf
+    if not math.isfinite(result):
+        raise _invalid(f'{where}: expected a finite number, got {_kind(result)}')
+    return result
+
+
+def _numbers(value: Any, where: str, count: int | None = None) -> list[float]:
+    if not isinstance(value, list):
+        wanted = f'{count} numbers' if count is not None else 'an array of numbers'
+        raise _invalid(f'{where}: expected {wanted}, got {_kind(value)}')
+    if count is not None and len(value) != count:
+        raise _invalid(f'{where}: expected {count} numbers, got {len(value)}')
+    return [_number(v, f'{where}[{i}]') for i, v in enumerate(value)]
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _invalid(f'{where}: expected an object, got {_kind(value)}')
+    return value
+
+
+def _int_option(value: Any, where: str, low: int, high: int | None) -> int:
+    in_range = f'between {low} and {high}' if high is not None else f'>= {low}'
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _invalid(f'{where}: expected an integer {in_range}, got {_kind(value)}')
+    if value < low or (high is not None and value > high):
+        shown = value if abs(value) < 10 ** 18 else 'a larger one'
+        raise _invalid(f'{where}: expected an integer {in_range}, got {shown}')
+    return value
+
+
+def _images(value: Any, profile: ModelProfile, request: dict[str, Any]) -> None:
+    if not isinstance(value, list):
+        raise _invalid(f'observation.images: expected an array of frames, got {_kind(value)}')
+    for i, frame in enumerate(value):
+        where = f'observation.images[{i}]'
+        frame = _object(frame, where)
+        view = frame.get('view')
+        if not isinstance(view, str):
+            raise _invalid(f'{where}.view: expected a camera view name, got {_kind(view)}')
+        if view not in profile.camera_views:
+            raise _invalid(f'{where}.view: {view[:64]!r} is not a camera view of '
+                           f'{profile.name}; expected one of {", ".join(profile.camera_views)}')
+        if view in request['images']:
+            raise _invalid(f'{where}.view: {view!r} appears more than once')
+        stamp = frame.get('timestamp_ms')
+        if stamp is not None:
+            stamp = int(_number(stamp, f'{where}.timestamp_ms'))
+        data = frame.get('data')
+        if not isinstance(data, str):
+            raise _invalid(f'{where}.data: expected a base64 string, got {_kind(data)}')
+        try:
+            image, size = decode_frame(data)
+        except ImageError as exc:
+            raise _invalid(f'{where}.data: {exc}') from None
+        request['images'][view], request['image_sizes'][view] = image, size
+        request['timestamps_ms'][view] = stamp
+        if size != profile.image_size:
+            request['warnings'].append(
+                f'{where}: {size[0]}x{size[1]} frame; {profile.name} reads '
+                f'{profile.image_size[0]}x{profile.image_size[1]}, so resizing on the robot '
+                'saves bandwidth and latency')
+
+
+def validate_act(payload: dict[str, Any], profile: ModelProfile) -> ActRequest:
+    """Check and decode the observation and options of a /v1/act body (ApiError 422 if bad).
+
+    Runs off the event loop: it decodes every frame.
+    """
+    observation = _object(payload.get('observation'), 'observation')
+    fields: dict[str, Any] = {'images': {}, 'image_sizes': {}, 'timestamps_ms': {},
+                              'warnings': []}
+    if 'images' not in observation:
+        raise _invalid('observation.images: required (an array of frames, may be empty)')
+    _images(observation['images'], profile, fields)
+    prop = _object(observation.get('proprioception'), 'observation.proprioception')
+    where = 'observation.proprioception'
+    if prop.get('joint_positions') is None:
+        raise _invalid(f'{where}.joint_positions: required ({profile.joint_count} numbers)')
+    joints = _numbers(prop['joint_positions'], f'{where}.joint_positions', profile.joint_count)
+    velocities = prop.get('joint_velocities')
+    if velocities is not None:
+        velocities = _numbers(velocities, f'{where}.joint_velocities', profile.joint_count)
+    pose = prop.get('end_effector_pose')
+    if pose is not None:
+        pose = _numbers(pose, f'{where}.end_effector_pose')
+    gripper = prop.get('gripper')
+    if gripper is not None:
+        gripper = _number(gripper, f'{where}.gripper')
+    instruction = observation.get('instruction', '')
+    if instruction is None:
+        instruction = ''
+    if not isinstance(instruction, str):
+        raise _invalid(f'observation.instruction: expected a string, got {_kind(instruction)}')
+
+    horizon = profile.action_horizon
+    if payload.get('action_horizon') is not None:
+        horizon = _int_option(payload['action_horizon'], 'action_horizon', 1, horizon)
+    seed = payload.get('seed')
+    if seed is not None:
+        seed = _int_option(seed, 'seed', -(2 ** 63), 2 ** 63 - 1)
+    robot = payload.get('robot')
+    if robot is not None and robot != profile.robot:
+        raise _invalid(f'robot: {profile.name} drives {profile.robot!r}, got '
+                       f'{str(robot)[:64]!r}')
+    options = {k: v for k, v in payload.items() if k not in _REQUEST_KEYS}
+    ignored = sorted(k for k in options if k not in KNOWN_OPTIONS)
+    if ignored:
+        fields['warnings'].append(
+            f'options not used by the local gateway: {", ".join(k[:64] for k in ignored[:8])}')
+    return ActRequest(profile=profile, joint_positions=joints, joint_velocities=velocities,
+                      end_effector_pose=pose, gripper=gripper, instruction=instruction,
+                      horizon=horizon, seed=seed, options=options, **fields)

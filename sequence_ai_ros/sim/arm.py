@@ -1,0 +1,71 @@
+"""The simulated arm's state and its integration step: a velocity-limited position servo."""
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from sequence_ai_ros import arm_model
+
+JOINT_NAMES = arm_model.JOINT_NAMES + (arm_model.GRIPPER_JOINT,)
+# arm_model has no gripper speed; a DROID Robotiq 2F-85 closes fully in about half a second.
+GRIPPER_VELOCITY_LIMIT = 2.0
+
+_LOWER = np.append(arm_model.LOWER_LIMITS, arm_model.GRIPPER_RANGE[0])
+_UPPER = np.append(arm_model.UPPER_LIMITS, arm_model.GRIPPER_RANGE[1])
+_VELOCITY = np.append(arm_model.VELOCITY_LIMITS, GRIPPER_VELOCITY_LIMIT)
+
+
+def initial_state(values: Sequence[float]) -> np.ndarray:
+    """All 8 joint positions from 7 arm joints (gripper open) or 8 values; ValueError if not."""
+    q = np.array(values, dtype=float)
+    if q.size == len(JOINT_NAMES) - 1:
+        q = np.append(q, arm_model.GRIPPER_RANGE[0])
+    if q.shape != (len(JOINT_NAMES),) or not np.all(np.isfinite(q)):
+        raise ValueError(f'need {len(JOINT_NAMES) - 1} or {len(JOINT_NAMES)} finite positions')
+    return q
+
+
+class SimArm:
+    """Joint positions and velocities that move toward a desired position each tick.
+
+    Each joint moves at most v_max * dt toward its desired position per step and stays inside
+    its position limits, so a command faster than the arm can go simply arrives late.
+    `time_scale` S divides the velocity limits: a gateway running with time scale S plays its
+    chunks in S times their nominal duration (S < 1 is faster than real time), so the same
+    motion then needs 1/S times the speed.
+    """
+
+    def __init__(self, initial: Sequence[float], time_scale: float = 1.0) -> None:
+        self.position = np.clip(initial_state(initial), _LOWER, _UPPER)
+        self.velocity = np.zeros(len(JOINT_NAMES))
+        self.time_scale = time_scale
+
+    @property
+    def velocity_limits(self) -> np.ndarray:
+        """Per-joint speed limits in rad/s (gripper: fraction of its range per second)."""
+        return _VELOCITY / self.time_scale
+
+    @property
+    def arm_position(self) -> np.ndarray:
+        """The 7 arm joint positions (no gripper), as arm_model's kinematics want them."""
+        return self.position[:-1]
+
+    def tool_position(self) -> np.ndarray:
+        """World position of the tool centre point."""
+        return arm_model.tool_position(self.arm_position)
+
+    def step(self, desired: np.ndarray | None, dt: float) -> None:
+        """Advance by dt seconds toward `desired` (None: hold still)."""
+        if desired is None or dt <= 0.0:
+            self.velocity = np.zeros_like(self.position)
+            return
+        reach = self.velocity_limits * dt
+        target = np.clip(desired, _LOWER, _UPPER)
+        new = np.clip(self.position + np.clip(target - self.position, -reach, reach),
+                      _LOWER, _UPPER)
+        self.velocity = (new - self.position) / dt
+        self.position = new
+
+    def hold(self) -> None:
+        """Stop dead where the arm is."""
+        self.velocity = np.zeros_like(self.position)

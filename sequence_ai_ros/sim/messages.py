@@ -1,0 +1,68 @@
+"""Conversions between ROS messages and the simulated arm's plain data."""
+
+import array
+from collections.abc import Sequence
+import io
+
+from builtin_interfaces.msg import Duration, Time
+import numpy as np
+from PIL import Image as PILImage
+from sensor_msgs.msg import CompressedImage, Image, JointState
+from std_msgs.msg import Header
+from trajectory_msgs.msg import JointTrajectory
+
+from sequence_ai_ros.sim.trajectory import Trajectory, make_trajectory
+
+JPEG_QUALITY = 92
+
+
+def _seconds(duration: Duration | Time) -> float:
+    return float(duration.sec) + float(duration.nanosec) * 1e-9
+
+
+def trajectory_from_msg(msg: JointTrajectory, known_names: Sequence[str]) -> Trajectory:
+    """A validated Trajectory from a JointTrajectory; raises TrajectoryError if unusable."""
+    points = msg.points
+    return make_trajectory(
+        known_names,
+        list(msg.joint_names),
+        [_seconds(p.time_from_start) for p in points],
+        [list(p.positions) for p in points],
+        [list(p.velocities) for p in points],
+        [list(p.accelerations) for p in points],
+        start_time=_seconds(msg.header.stamp),
+    )
+
+
+def joint_state_msg(stamp: Time, names: Sequence[str], position: np.ndarray,
+                    velocity: np.ndarray) -> JointState:
+    """A JointState with names, positions and velocities (no efforts: the sim has none)."""
+    msg = JointState()
+    msg.header.stamp = stamp
+    msg.name = list(names)
+    msg.position = array.array('d', position.tobytes())
+    msg.velocity = array.array('d', velocity.tobytes())
+    return msg
+
+
+def image_msg(header: Header, frame: np.ndarray) -> Image:
+    """An rgb8 Image of an (h, w, 3) uint8 frame."""
+    msg = Image()
+    msg.header = header
+    msg.height, msg.width = frame.shape[:2]
+    msg.encoding = 'rgb8'
+    msg.step = frame.shape[1] * 3
+    # array.array skips the per-byte type checks older rclpy runs on other sequences.
+    msg.data = array.array('B', np.ascontiguousarray(frame).tobytes())
+    return msg
+
+
+def compressed_msg(header: Header, frame: np.ndarray) -> CompressedImage:
+    """A JPEG CompressedImage of an (h, w, 3) uint8 frame."""
+    buffer = io.BytesIO()
+    PILImage.fromarray(frame).save(buffer, 'JPEG', quality=JPEG_QUALITY)
+    msg = CompressedImage()
+    msg.header = header
+    msg.format = 'jpeg'
+    msg.data = array.array('B', buffer.getvalue())
+    return msg

@@ -1,0 +1,178 @@
+"""The `sim_arm` node: a simulated DROID-like arm behind a joint_trajectory_controller interface.
+
+Topics (relative, so namespaces and remaps apply):
+  sub  joint_trajectory_controller/joint_trajectory  trajectory_msgs/JointTrajectory (reliable)
+  pub  joint_states                                   sensor_msgs/JointState
+  pub  camera/{exterior,wrist}/image_raw[/compressed] sensor_msgs/Image or CompressedImage
+  pub  ~/task_distance                                std_msgs/Float64, ~10 Hz
+Service ~/hold (std_srvs/Trigger): drop the trajectory and stop; the reply counts holds.
+
+All timing (stamps, trajectory start and sampling, the physics step) runs on the node clock,
+the clock JTC uses and `header.stamp` is written in; with use_sim_time it follows /clock.
+"""
+
+import sys
+from typing import Any
+
+import numpy as np
+from rcl_interfaces.msg import SetParametersResult
+import rclpy
+from rclpy.exceptions import ParameterException
+from rclpy.executors import ExternalShutdownException
+import rclpy.logging
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from sensor_msgs.msg import CompressedImage, Image, JointState
+from std_msgs.msg import Float64, Header
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+
+from sequence_ai_ros import arm_model
+from sequence_ai_ros.sim import messages, params
+from sequence_ai_ros.sim.arm import JOINT_NAMES, SimArm
+from sequence_ai_ros.sim.render import SceneRenderer
+from sequence_ai_ros.sim.trajectory import TrajectoryError, TrajectoryExecutor
+
+# A stalled tick (or a clock jump) must not turn into one huge leap.
+MAX_STEP_S = 0.1
+TASK_DISTANCE_RATE_HZ = 10.0
+CAMERAS = ('exterior', 'wrist')
+
+
+class SimArmNode(Node):
+    """Executes trajectories on a simulated arm and publishes its joints and camera views."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__('sim_arm', **kwargs)
+        settings = params.declare(self)
+        self._arm = SimArm(settings.initial_positions, self.get_parameter('time_scale').value)
+        self._controller = TrajectoryExecutor(JOINT_NAMES)
+        self._renderer = SceneRenderer(settings.image_width, settings.image_height)
+        self._target = np.array(self.get_parameter('target_xy').value, dtype=float)
+        if params.check_target(self._target):
+            raise ValueError(params.check_target(self._target))
+        self._holds = 0
+        self._last_tick = self._now()
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        if settings.random_target_seed >= 0:
+            rng = np.random.default_rng(settings.random_target_seed)
+            xy = [rng.uniform(*arm_model.TARGET_X), rng.uniform(*arm_model.TARGET_Y)]
+            self.set_parameters([Parameter('target_xy', value=xy)])
+
+        self._compressed = settings.image_transport == 'compressed'
+        suffix, image_type = ('/compressed', CompressedImage) if self._compressed \
+            else ('', Image)
+        self._joint_pub = self.create_publisher(JointState, 'joint_states', 10)
+        self._camera_pubs = {
+            name: self.create_publisher(image_type, f'camera/{name}/image_raw{suffix}',
+                                        qos_profile_sensor_data)
+            for name in CAMERAS}
+        self._distance_pub = self.create_publisher(Float64, '~/task_distance', 10)
+        self.create_subscription(
+            JointTrajectory, 'joint_trajectory_controller/joint_trajectory',
+            self._on_trajectory, QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+        self.create_service(Trigger, '~/hold', self._on_hold)
+        self.create_timer(1.0 / settings.joint_state_rate_hz, self._on_tick)
+        self.create_timer(1.0 / settings.camera_rate_hz, self._on_camera)
+        self.create_timer(1.0 / TASK_DISTANCE_RATE_HZ, self._on_distance)
+        self.get_logger().info(
+            f'simulated arm up: {settings.image_transport} {settings.image_width}x'
+            f'{settings.image_height} cameras, target {self._target.round(3).tolist()}')
+
+    @property
+    def hold_count(self) -> int:
+        """How many times ~/hold has been called."""
+        return self._holds
+
+    def task_distance(self) -> float:
+        """Metres from the tool centre to the hover point above the target."""
+        hover = np.array([self._target[0], self._target[1], arm_model.HOVER_Z])
+        return float(np.linalg.norm(self._arm.tool_position() - hover))
+
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
+    def _on_tick(self) -> None:
+        stamp = self.get_clock().now()
+        now = stamp.nanoseconds * 1e-9
+        dt = min(max(now - self._last_tick, 0.0), MAX_STEP_S)
+        self._last_tick = now
+        self._arm.step(self._controller.sample(now), dt)
+        self._joint_pub.publish(messages.joint_state_msg(
+            stamp.to_msg(), JOINT_NAMES, self._arm.position, self._arm.velocity))
+
+    def _on_trajectory(self, msg: JointTrajectory) -> None:
+        try:
+            traj = messages.trajectory_from_msg(msg, JOINT_NAMES)
+            self._controller.set_trajectory(
+                traj, self._now(), self._arm.position, self._arm.velocity)
+        except TrajectoryError as err:
+            self.get_logger().error(f'trajectory rejected, motion unchanged: {err}')
+
+    def _on_hold(self, request: Trigger.Request, response: Trigger.Response
+                 ) -> Trigger.Response:
+        self._controller.stop()
+        self._arm.hold()
+        self._holds += 1
+        response.success = True
+        response.message = f'holding; holds: {self._holds}'
+        self.get_logger().info(f'hold requested ({self._holds} so far)')
+        return response
+
+    def _on_camera(self) -> None:
+        stamp = self.get_clock().now().to_msg()
+        encode = messages.compressed_msg if self._compressed else messages.image_msg
+        q = self._arm.arm_position
+        for name, render in (('exterior', self._renderer.exterior),
+                             ('wrist', self._renderer.wrist)):
+            header = Header(stamp=stamp, frame_id=f'{name}_camera')
+            self._camera_pubs[name].publish(encode(header, render(q, self._target)))
+
+    def _on_distance(self) -> None:
+        self._distance_pub.publish(Float64(data=self.task_distance()))
+
+    def _on_set_parameters(self, changed: list[Parameter]) -> SetParametersResult:
+        # Humble has no post-set callback: validate everything, then apply.
+        for p in changed:
+            if p.name == 'target_xy' and params.check_target(p.value):
+                return SetParametersResult(successful=False, reason=params.check_target(p.value))
+        for p in changed:
+            if p.name == 'target_xy':
+                self._target = np.array(p.value, dtype=float)
+            elif p.name == 'time_scale':
+                self._arm.time_scale = float(p.value)
+        return SetParametersResult(successful=True)
+
+
+def _shutdown() -> None:
+    if hasattr(rclpy, 'try_shutdown'):
+        rclpy.try_shutdown()
+    elif rclpy.ok():
+        rclpy.shutdown()
+
+
+def main(args: list[str] | None = None) -> None:
+    """Run the node until SIGINT/SIGTERM, then shut down without a traceback."""
+    rclpy.init(args=args)
+    logger = rclpy.logging.get_logger('sim_arm')
+    try:
+        node = SimArmNode()
+    except (ValueError, ParameterException) as err:
+        logger.fatal(f'cannot start: {err}')
+        _shutdown()
+        sys.exit(2)
+    try:
+        rclpy.spin(node)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        summary = f'final task distance {node.task_distance():.3f} m, holds {node.hold_count}'
+        # Logged after destroy_node: a signal may have taken the rosout publisher already.
+        node.destroy_node()
+        logger.info(summary)
+        _shutdown()
+
+
+if __name__ == '__main__':
+    main()
