@@ -6,8 +6,8 @@ this scene into its camera frames and the reference policies read those frames b
 sides must agree on geometry and colours; keeping them here makes that agreement one fact.
 """
 
+from collections.abc import Sequence
 import math
-from typing import Sequence
 
 import numpy as np
 

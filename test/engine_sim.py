@@ -1,7 +1,7 @@
 """A discrete-time driver for ChunkEngine with scripted latencies: no sleeping, no network."""
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 from sequence_ai_ros.client.engine import ChunkEngine, PlannedStep
 from sequence_ai_ros.client.types import ActionChunk
@@ -26,7 +26,7 @@ class SimResult:
 
 def simulate(engine: ChunkEngine, *, steps: int, hz: float, ticks: int,
              latency: Callable[[int, float], float], space: str = 'joint_position',
-             fail: Optional[Callable[[int], bool]] = None,
+             fail: Callable[[int], bool] | None = None,
              chunk_factory: Callable[..., ActionChunk] = make_chunk) -> SimResult:
     """Tick the engine `ticks` times at `hz`; request k takes latency(k, start_time) seconds."""
     period = 1.0 / hz
