@@ -80,6 +80,13 @@ def test_aligned_drops_past_steps_and_takes_over_at_once():
     assert max(ages) < 0.4 + 30 / 15
 
 
+def test_aligned_first_chunk_plays_from_step_zero():
+    engine = ChunkEngine(join='aligned', max_inflight=2)
+    result = simulate(engine, steps=15, hz=15, ticks=10, latency=steady(0.5))
+    assert result.played and result.played[0].index == 0
+    assert engine.stats.dropped_steps == 0
+
+
 def test_aligned_with_one_inflight_warns_when_chunk_below_twice_latency():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')

@@ -198,6 +198,8 @@ class ChunkEngine:
             self.stats.stale_chunks += 1
             return False
         self._newest_applied = ticket
+        if self._starved_since is not None and now <= self._starved_since:
+            self._starved_since = None  # it had landed by that tick: the driver looked too soon
         self.latency.add(now - capture)
         self.stats.latencies.append(now - capture)
         if server_ms is not None:
@@ -260,9 +262,12 @@ class ChunkEngine:
 
     def _aligned(self, steps: list[PlannedStep], capture: float,
                  now: float) -> 'deque[PlannedStep]':
+        # Nothing is playing (first chunk, or after an underrun): the arm is where the chunk
+        # starts, so it plays from step 0 now; dropping its past steps would be a jump.
+        base = capture if self._plan else now
         # Due times on the playback grid: the override rate if set, else the chunk's own.
         for step in steps:
-            step.due = capture + step.index * self.period
+            step.due = base + step.index * self.period
         fresh = [s for s in steps if s.due is not None and s.due >= now - 0.5 * self.period]
         self.stats.dropped_steps += len(steps) - len(fresh)
         return deque(fresh)

@@ -22,7 +22,7 @@ class LatencyWindow:
     # handful of samples cannot estimate.
     RECENT = 5
     TAIL_SAMPLES = 20
-    PRIOR_TAIL = 1.6
+    PRIOR_TAIL = 2.0
 
     def __init__(self, size: int = 100, tail_quantile: float = 0.99) -> None:
         if size < self.TAIL_SAMPLES:
@@ -53,7 +53,7 @@ class LatencyWindow:
 
         The recent median times the window's tail ratio (p99 / median), never below the worst
         recent sample. A p99 from fewer than TAIL_SAMPLES samples is just their maximum, biased
-        low, so until then the ratio is at least PRIOR_TAIL (lognormal sigma 0.2: p99/p50 1.6).
+        low, so until then the ratio is at least PRIOR_TAIL (lognormal sigma 0.3: p99/p50 2.0).
         """
         if not self._samples:
             return None

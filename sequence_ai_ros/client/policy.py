@@ -18,7 +18,7 @@ from .latency import LatencyWindow, quantile
 from .outcome import RunOutcome
 from .stream import ActionStream
 from .transport import Transport
-from .types import Observation, Prediction
+from .types import Model, Observation, Prediction
 
 _validate_warning_lock = threading.Lock()
 _validate_warned = False
@@ -64,6 +64,15 @@ class Policy:
     def buffered(self) -> int:
         """Actions left in next_action()'s buffer."""
         return self._stream.engine.buffered if self._stream else 0
+
+    def describe(self) -> Model | None:
+        """Return the model's catalogue entry (GET /v1/models on this connection), or None."""
+        self._assert_open()
+        rows = self._transport.get('/v1/models').get('data')
+        for row in rows if isinstance(rows, list) else []:
+            if isinstance(row, dict) and row.get('id') == self._model:
+                return Model.from_wire(row)
+        return None
 
     # -- the one request ----------------------------------------------------------------------
 

@@ -18,7 +18,6 @@ import numpy as np
 from rcl_interfaces.msg import SetParametersResult
 import rclpy
 from rclpy.exceptions import ParameterException
-from rclpy.executors import ExternalShutdownException
 import rclpy.logging
 from rclpy.node import Node
 from rclpy.parameter import Parameter
@@ -33,6 +32,7 @@ from sequence_ai_ros.sim import messages, params
 from sequence_ai_ros.sim.arm import JOINT_NAMES, SimArm
 from sequence_ai_ros.sim.render import SceneRenderer
 from sequence_ai_ros.sim.trajectory import TrajectoryError, TrajectoryExecutor
+from sequence_ai_ros.spin import init, shutdown, spin_until_shutdown
 
 # A stalled tick (or a clock jump) must not turn into one huge leap.
 MAX_STEP_S = 0.1
@@ -145,33 +145,24 @@ class SimArmNode(Node):
         return SetParametersResult(successful=True)
 
 
-def _shutdown() -> None:
-    if hasattr(rclpy, 'try_shutdown'):
-        rclpy.try_shutdown()
-    elif rclpy.ok():
-        rclpy.shutdown()
-
-
 def main(args: list[str] | None = None) -> None:
     """Run the node until SIGINT/SIGTERM, then shut down without a traceback."""
-    rclpy.init(args=args)
+    init(args)
     logger = rclpy.logging.get_logger('sim_arm')
     try:
         node = SimArmNode()
     except (ValueError, ParameterException) as err:
         logger.fatal(f'cannot start: {err}')
-        _shutdown()
+        shutdown()
         sys.exit(2)
     try:
-        rclpy.spin(node)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+        spin_until_shutdown(node)
     finally:
         summary = f'final task distance {node.task_distance():.3f} m, holds {node.hold_count}'
         # Logged after destroy_node: a signal may have taken the rosout publisher already.
         node.destroy_node()
         logger.info(summary)
-        _shutdown()
+        shutdown()
 
 
 if __name__ == '__main__':

@@ -1,0 +1,177 @@
+"""Model actions to joint position targets for a ``joint_trajectory_controller``.
+
+An action is ``joint_count`` values in the model's action space, then the gripper if the model
+has one (the DROID convention: the gripper is an absolute position 0..1 in every space). Only
+joint spaces are mapped; an end-effector or unknown space raises :class:`UnsupportedActionSpace`
+so a wrong interpretation is never published.
+
+Plain tuples, not numpy: for 8 values one action maps in ~1.2 us this way, ~4.5 us with
+arrays (measured on an x86 desktop).
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+import math
+
+from builtin_interfaces.msg import Duration
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+__all__ = [
+    'SUPPORTED_SPACES',
+    'Command',
+    'CommandMapper',
+    'UnsupportedActionSpace',
+    'space_kind',
+    'supported_action_space',
+    'trajectory_message',
+]
+
+ABSOLUTE, DELTA, VELOCITY = 'absolute', 'delta', 'velocity'
+# Same markers as the client's is_absolute_space, restricted to joint spaces.
+_MARKERS = {
+    ABSOLUTE: ('absolute', 'position', 'joint_pos'),
+    DELTA: ('delta',),
+    VELOCITY: ('velocity',),
+}
+SUPPORTED_SPACES = ('joint_absolute', 'joint_position', 'joint_pos', 'joint_delta',
+                    'joint_velocity')
+
+
+class UnsupportedActionSpace(ValueError):
+    """The model's action space is not one this node can turn into joint targets."""
+
+
+def space_kind(space: str | None) -> str | None:
+    """'absolute', 'delta' or 'velocity' for a joint action space, else None.
+
+    A name matching more than one kind (e.g. 'joint_position_delta') is None: guessing could
+    publish rates as positions.
+    """
+    name = (space or '').lower()
+    if not name.startswith('joint'):
+        return None
+    kinds = [kind for kind, markers in _MARKERS.items() if any(m in name for m in markers)]
+    return kinds[0] if len(kinds) == 1 else None
+
+
+def supported_action_space(space: str | None) -> bool:
+    """True when :class:`CommandMapper` can map actions of this space."""
+    return space_kind(space) is not None
+
+
+@dataclass(frozen=True)
+class Command:
+    """One control step: position targets and velocities, joints then the gripper."""
+
+    positions: tuple[float, ...]
+    velocities: tuple[float, ...]
+
+
+class CommandMapper:
+    """Turns each action into absolute targets, integrating delta and velocity spaces.
+
+    Integration starts from :meth:`reset` (the measured positions) and continues from the last
+    target, not from the measured state, so a lagging arm is not commanded to drift.
+    """
+
+    def __init__(self, action_space: str, joint_count: int, has_gripper: bool) -> None:
+        kind = space_kind(action_space)
+        if kind is None:
+            raise UnsupportedActionSpace(
+                f'action space {action_space!r} cannot be commanded as joint positions; '
+                f'supported: joint spaces named like {", ".join(SUPPORTED_SPACES)}')
+        if joint_count < 1:
+            raise ValueError(f'joint_count must be >= 1, got {joint_count}')
+        self.action_space = action_space
+        self.kind = kind
+        self.joint_count = joint_count
+        self.has_gripper = has_gripper
+        self._last: tuple[float, ...] | None = None
+
+    @property
+    def expected_dim(self) -> int:
+        """Values per action and per measured vector: joints, then the gripper if any."""
+        return self.joint_count + (1 if self.has_gripper else 0)
+
+    @property
+    def last_target(self) -> tuple[float, ...] | None:
+        """The last commanded (or reset) positions; None before :meth:`reset`."""
+        return self._last
+
+    def reset(self, measured_positions: Sequence[float]) -> None:
+        """Start integrating from where the arm is (episode start, and after every hold)."""
+        self._last = self._vector(measured_positions, 'measured positions')
+
+    def hold(self, measured_positions: Sequence[float]) -> Command:
+        """A command to stay where the arm is, which also becomes the integration origin."""
+        self.reset(measured_positions)
+        return Command(self._last, (0.0,) * len(self._last))
+
+    def command(self, action: Sequence[float], dt_s: float) -> Command:
+        """The targets for one action lasting ``dt_s`` seconds; updates the last target.
+
+        Non-finite action values pass through so that the safety check reports them with the
+        joint's name; check every command before publishing and :meth:`hold` on a rejection.
+        """
+        last = self._last
+        if last is None:
+            raise ValueError('CommandMapper.command() before reset(): no integration origin')
+        if len(action) != self.expected_dim:
+            raise ValueError(f'action has {len(action)} values, expected {self.expected_dim} '
+                             f'({self._layout()}) for {self.action_space!r}')
+        if not (dt_s > 0.0 and math.isfinite(dt_s)):
+            raise ValueError(f'dt_s must be a positive finite duration, got {dt_s!r}')
+        n = self.joint_count
+        joints = [float(a) for a in action[:n]]
+        if self.kind == ABSOLUTE:
+            targets = joints
+            velocities = [(t - p) / dt_s for t, p in zip(targets, last)]
+        elif self.kind == DELTA:
+            targets = [p + a for p, a in zip(last, joints)]
+            velocities = [a / dt_s for a in joints]
+        else:
+            targets = [p + a * dt_s for p, a in zip(last, joints)]
+            velocities = joints
+        if self.has_gripper:
+            gripper = float(action[n])
+            targets.append(gripper)
+            velocities.append((gripper - last[n]) / dt_s)
+        self._last = tuple(targets)
+        return Command(self._last, tuple(velocities))
+
+    def _vector(self, values: Sequence[float], what: str) -> tuple[float, ...]:
+        if len(values) != self.expected_dim:
+            raise ValueError(f'{what} have {len(values)} values, expected {self.expected_dim} '
+                             f'({self._layout()})')
+        vector = tuple(float(v) for v in values)
+        if not all(math.isfinite(v) for v in vector):
+            raise ValueError(f'{what} are not all finite: {vector}')
+        return vector
+
+    def _layout(self) -> str:
+        gripper = ' + gripper' if self.has_gripper else ''
+        return f'{self.joint_count} joints{gripper}'
+
+
+def _duration(seconds: float) -> Duration:
+    # Integer nanoseconds first: splitting the float directly can give nanosec == 10**9.
+    sec, nanosec = divmod(round(seconds * 1e9), 1_000_000_000)
+    return Duration(sec=sec, nanosec=nanosec)
+
+
+def trajectory_message(joint_names: Sequence[str], command: Command,
+                       time_from_start_s: float) -> JointTrajectory:
+    """A one-point JointTrajectory reaching ``command`` ``time_from_start_s`` from now.
+
+    ``header.stamp`` stays zero, which joint_trajectory_controller reads as "start now".
+    """
+    if len(joint_names) != len(command.positions) or \
+            len(command.velocities) != len(command.positions):
+        raise ValueError(f'{len(joint_names)} joint names for {len(command.positions)} '
+                         f'positions and {len(command.velocities)} velocities')
+    if not (time_from_start_s >= 0.0 and math.isfinite(time_from_start_s)):
+        raise ValueError(f'time_from_start_s must be >= 0 and finite, got {time_from_start_s!r}')
+    point = JointTrajectoryPoint(positions=list(command.positions),
+                                 velocities=list(command.velocities),
+                                 time_from_start=_duration(time_from_start_s))
+    return JointTrajectory(joint_names=list(joint_names), points=[point])

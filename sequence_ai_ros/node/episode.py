@@ -1,0 +1,228 @@
+"""One bounded episode: the node's control tick, without ROS.
+
+Each tick answers one question: publish this command, publish a hold, do nothing, or end.
+Every action is checked before it is allowed out; any doubt (stale or bad input, a gateway
+error, an action outside the limits) ends the episode holding. An underrun holds and resumes.
+"""
+
+from dataclasses import dataclass
+import time
+from typing import Any
+
+from sequence_ai_ros.client.errors import SequencesError, Unavailable
+from sequence_ai_ros.client.policy import Policy
+from sequence_ai_ros.client.stream import ActionStream
+
+from .commands import Command, CommandMapper, UnsupportedActionSpace
+from .diagnostics import error_kind
+from .images import ImageError
+from .inputs import InputCache
+from .params import NodeConfig
+from .safety import SafetyLimits, check_command
+
+COMMAND, HOLD, IDLE, END = 'command', 'hold', 'idle', 'end'
+
+
+@dataclass(frozen=True)
+class Tick:
+    """What the node must do this tick. `command` is set for COMMAND, HOLD and a holding END."""
+
+    kind: str
+    command: Command | None = None
+    reason: str = ''
+
+
+class Episode:
+    """A bounded run of `max_actions` actions through one ActionStream."""
+
+    def __init__(self, policy: Policy, config: NodeConfig, inputs: InputCache,
+                 now: float | None = None) -> None:
+        self.config = config
+        self.inputs = inputs
+        gripper = ((len(config.joint_names), config.max_gripper_step_change),) \
+            if config.gripper_joint else ()
+        self.limits = SafetyLimits(config.position_lower, config.position_upper,
+                                   config.max_step_change, step_overrides=gripper)
+        self.stream: ActionStream = policy.new_stream(
+            join=config.join_mode, prefetch=config.prefetch, max_inflight=config.max_inflight,
+            smooth_seam=config.smooth_seam, seam_blend=config.seam_blend)
+        self.started = time.monotonic() if now is None else now
+        self.state = 'starting'
+        self.reason = ''
+        self.outcome = ''
+        self.actions = 0
+        self.holds = 0
+        self.last_error = ''
+        self.last_error_kind = ''
+        self.warming_eta_s: float | None = None
+        self.mapper: CommandMapper | None = None
+        self.last_command: Command | None = None
+        self._retry_at = 0.0
+        self._grace_until = self.started + max(config.joint_state_timeout_s,
+                                               config.camera_timeout_s)
+
+    @property
+    def period(self) -> float:
+        """Seconds per action (the engine's: the override, else the chunk's rate)."""
+        return self.stream.engine.period
+
+    @property
+    def running(self) -> bool:
+        """False once the episode has ended."""
+        return self.state != 'ended'
+
+    def tick(self, now: float) -> Tick:
+        """Advance the episode to `now`."""
+        if not self.running:
+            return Tick(IDLE)
+        problem = self._input_problem(now)
+        if problem:
+            if self.actions == 0 and now < self._grace_until and 'non-finite' not in problem \
+                    and 'closed' not in problem:
+                return Tick(IDLE)  # inputs may still be arriving at episode start
+            return self.end('safety', f'input: {problem}', hold=True)
+        budget = self.actions + self.stream.engine.committed_steps() < self.config.max_actions
+        try:
+            step = self.stream.step(now, self._observe, allow_request=budget and
+                                    now >= self._retry_at)
+        except Unavailable as exc:
+            return self._unavailable(exc, now)
+        except SequencesError as exc:
+            self._note_error(exc)
+            return self.end('error', f'gateway: {exc.message}', hold=True)
+        except (ImageError, ValueError) as exc:
+            return self.end('safety', f'input: {exc}', hold=True)
+        if step is None:
+            return self._starved()
+        self.last_error, self.last_error_kind, self.warming_eta_s = '', '', None
+        return self._play(step.values)
+
+    def end(self, outcome: str, reason: str, *, hold: bool) -> Tick:
+        """Stop for good: drop the plan and the requests in flight; hold if asked."""
+        self.state, self.outcome, self.reason = 'ended', outcome, reason
+        self.stream.close(wait_for_inflight=False)
+        if hold:
+            self.holds += 1
+            return Tick(END, self._hold_command(), reason)
+        return Tick(END, None, reason)
+
+    def close(self) -> None:
+        """Release the stream's threads without waiting for requests in flight."""
+        self.stream.close(wait_for_inflight=False)
+
+    def summary(self) -> dict[str, Any]:
+        """The outcome as RunOutcome-like fields, for logs and the outcome topic."""
+        stats = self.stream.engine.stats
+        latencies = sorted(stats.latencies)
+        commanded = self.actions * self.period
+
+        def pick(q: float) -> float | None:
+            return latencies[min(len(latencies) - 1, int(q * len(latencies)))] \
+                if latencies else None
+        return {
+            'actions': self.actions, 'chunks': stats.chunks, 'requests': stats.requests,
+            'elapsed_s': round(time.monotonic() - self.started, 3),
+            'underruns': stats.underruns, 'underrun_s': round(stats.underrun_s, 4),
+            'longest_underrun_s': round(stats.longest_underrun_s, 4),
+            'moving_fraction': round(commanded / (commanded + stats.underrun_s), 4)
+            if commanded else 0.0,
+            'max_seam_jump': stats.max_seam_jump, 'action_space': stats.action_space,
+            'latency_p50_s': pick(0.5), 'latency_p95_s': pick(0.95),
+            'dropped_steps': stats.dropped_steps, 'stale_chunks': stats.stale_chunks,
+            'holds': self.holds, 'stopped_early': self.outcome != 'completed',
+            'outcome': self.outcome, 'reason': self.reason,
+        }
+
+    # -- internals -------------------------------------------------------------------------------
+
+    def _observe(self) -> Any:
+        snapshot = self.inputs.snapshot()
+        return self.inputs.builder(snapshot, size=self.config.image_size,
+                                   quality=self.config.jpeg_quality)
+
+    def _input_problem(self, now: float) -> str:
+        inputs, config = self.inputs, self.config
+        if inputs.joint_state_problem:
+            return inputs.joint_state_problem
+        for topic, age in inputs.ages(now).items():
+            timeout = config.joint_state_timeout_s if topic == 'joint_states' \
+                else config.camera_timeout_s
+            if age is None:
+                return f'no message on {topic} yet'
+            if age > timeout:
+                return f'{topic} is {age:.3f} s old (timeout {timeout:.3f} s)'
+        if config.safety_gate_topic:
+            gate_age = None if inputs.gate_time is None else now - inputs.gate_time
+            if gate_age is None or gate_age > config.safety_gate_timeout_s:
+                return f'safety gate {config.safety_gate_topic} silent (counts as closed)'
+            if not inputs.gate_open:
+                return f'safety gate {config.safety_gate_topic} is closed'
+        return ''
+
+    def _unavailable(self, exc: Unavailable, now: float) -> Tick:
+        self._note_error(exc)
+        waiting = self.actions == 0 and exc.warming and \
+            now - self.started < self.config.startup_timeout_s
+        if not waiting:
+            return self.end('error', f'gateway: {exc.message}', hold=True)
+        pause = max(1.0, exc.retry_after_s if exc.retry_after_s is not None else 5.0)
+        self._retry_at = now + pause
+        self.warming_eta_s = exc.retry_after_s
+        self.state = 'warming'
+        return Tick(IDLE)
+
+    def _note_error(self, exc: SequencesError) -> None:
+        self.last_error, self.last_error_kind = exc.message, error_kind(exc)
+
+    def _starved(self) -> Tick:
+        if self.actions == 0 or self.state == 'underrun':
+            return Tick(IDLE)
+        self.state = 'underrun'
+        self.holds += 1
+        return Tick(HOLD, self._hold_command(), 'underrun: the next chunk has not arrived')
+
+    def _play(self, action: list[float]) -> Tick:
+        measured = self.inputs.last_finite_positions
+        assert measured is not None  # _input_problem guarantees a finite joint state
+        if self.mapper is None:
+            space = self.stream.engine.stats.action_space or ''
+            try:
+                self.mapper = CommandMapper(space, len(self.config.joint_names),
+                                            bool(self.config.gripper_joint))
+            except UnsupportedActionSpace as exc:
+                return self.end('error', str(exc), hold=True)
+            self.mapper.reset(measured)
+        if self.state in ('underrun', 'starting', 'warming'):
+            if self.state == 'underrun':
+                self.mapper.reset(measured)  # the hold stopped the arm where it is
+            self.state = 'running'
+        try:
+            command = self.mapper.command(action, self.period)
+        except ValueError as exc:
+            return self.end('error', f'chunk: {exc}', hold=True)
+        previous = self.last_command.positions if self.last_command else measured
+        problem = check_command(command.positions, previous, self.limits,
+                                names=self.inputs.layout)
+        if problem:
+            return self.end('safety', f'action: {problem}', hold=True)
+        self.last_command = command
+        self.actions += 1
+        if self.actions >= self.config.max_actions:
+            # The last command still goes out; the node sees `running` drop and reports.
+            self.state, self.outcome, self.reason = 'ended', 'completed', 'completed'
+            self.stream.close(wait_for_inflight=False)
+        return Tick(COMMAND, command)
+
+    def _hold_command(self) -> Command:
+        """Stay at the measured positions; this becomes the step check's previous command."""
+        positions = self.inputs.last_finite_positions
+        if positions is None:
+            positions = self.last_command.positions if self.last_command else ()
+        if self.mapper is not None and positions:
+            hold = self.mapper.hold(positions)
+        else:
+            hold = Command(tuple(positions), (0.0,) * len(positions))
+        if positions:
+            self.last_command = hold
+        return hold
+

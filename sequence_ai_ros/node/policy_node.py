@@ -1,0 +1,401 @@
+"""PolicyNode: a lifecycle node between sensors and a joint_trajectory_controller.
+
+configure  read and check parameters, open the Policy (one kept-alive connection), check the
+           joint names against joint_states and the model against the catalogue, create
+           subscriptions and publishers
+activate   start the control timer (and an episode, if start_on_activate)
+deactivate publish a hold first, then stop; cleanup closes the connection
+"""
+
+import json
+import time
+from typing import Any
+
+from diagnostic_msgs.msg import DiagnosticArray
+from rcl_interfaces.msg import SetParametersResult
+import rclpy
+from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from sensor_msgs.msg import CompressedImage, Image, JointState
+from std_msgs.msg import Bool, String
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+
+import sequence_ai_ros as sai
+from sequence_ai_ros.client.config import read_credentials_file
+
+from .commands import Command, supported_action_space, trajectory_message
+from .diagnostics import Health, build_statuses, diagnostic_array
+from .episode import COMMAND, END, HOLD, Episode
+from .inputs import CameraInput, InputCache
+from .params import ConfigError, NodeConfig, declare_parameters, read_config
+from .probe import wait_for_message
+
+COMMAND_TOPIC = 'joint_trajectory_controller/joint_trajectory'
+SUCCESS = TransitionCallbackReturn.SUCCESS
+FAILURE = TransitionCallbackReturn.FAILURE
+
+
+class PolicyNode(LifecycleNode):
+    """Drives a joint_trajectory_controller from a cloud policy, holding when in doubt."""
+
+    def __init__(self, node_name: str = 'policy_node', **kwargs: Any) -> None:
+        super().__init__(node_name, **kwargs)
+        declare_parameters(self)
+        self.add_on_set_parameters_callback(self._on_parameters)
+        self.config: NodeConfig | None = None
+        self.policy: sai.Policy | None = None
+        self.inputs: InputCache | None = None
+        self.episode: Episode | None = None
+        self.last_summary: dict[str, Any] = {}
+        self.model_entry: sai.Model | None = None
+        self.node_state = 'unconfigured'
+        self.holds = 0
+        self.last_hold_reason = ''
+        self._entities: list[Any] = []
+        self._command_pub: Any = None
+        self._control_timer: Any = None
+        self._hold_client: Any = None
+        self._outcome_pub: Any = None
+        self._diagnostics_pub: Any = None
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Read parameters, open the connection, check joints and model, create interfaces."""
+        try:
+            self.config = config = read_config(self)
+            self.inputs = InputCache(config.joint_names, config.gripper_joint, tuple(
+                CameraInput(view, topic, transport == 'compressed') for view, topic, transport
+                in zip(config.camera_views, config.camera_topics, config.camera_transports)),
+                config.instruction)
+            self.policy = sai.connect(config.model, api_key=self._api_key(config),
+                                      base_url=config.base_url or None,
+                                      control_hz=config.control_rate_hz or None,
+                                      timeout_s=config.request_timeout_s)
+            self._create_interfaces(config)
+            self._check_joint_names(config)
+            self._check_model(config)
+        except (ConfigError, ValueError, sai.SequencesError) as exc:
+            self.get_logger().error(f'configure failed: {exc}')
+            self._release()
+            return FAILURE
+        except Exception as exc:  # a transition that raises becomes ERROR silently: say why
+            self.get_logger().error(f'configure failed: {type(exc).__name__}: {exc}')
+            self._release()
+            return FAILURE
+        self.node_state = 'inactive'
+        self.get_logger().info(f'configured for {config.model} ({len(config.joint_names)} '
+                               f'joints, cameras {", ".join(config.camera_views)})')
+        return SUCCESS
+
+    def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Start the control timer, and an episode if start_on_activate."""
+        try:
+            super().on_activate(state)
+            assert self.config is not None
+            self._control_timer = self.create_timer(self._period(), self._tick)
+            self.node_state = 'active'
+            if self.config.start_on_activate:
+                self.start_episode()
+        except Exception as exc:
+            self.get_logger().error(f'activate failed: {type(exc).__name__}: {exc}')
+            return FAILURE
+        return SUCCESS
+
+    def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Hold first, then stop the timer; requests in flight are dropped, never played."""
+        try:
+            self.stop_episode('deactivated')
+            self._destroy_timer()
+            self.node_state = 'inactive'
+            super().on_deactivate(state)
+        except Exception as exc:
+            self.get_logger().error(f'deactivate failed: {type(exc).__name__}: {exc}')
+            return FAILURE
+        return SUCCESS
+
+    def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Close the connection and remove every interface."""
+        self._release()
+        self.node_state = 'unconfigured'
+        return SUCCESS
+
+    def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Leave the robot holding, then release everything."""
+        self.stop_episode('shutdown')
+        self._release()
+        return SUCCESS
+
+    def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
+        """Hold, release, and go back to unconfigured."""
+        self.stop_episode('error')
+        self._release()
+        self.node_state = 'unconfigured'
+        return SUCCESS
+
+    # -- episodes -----------------------------------------------------------------------------
+
+    def start_episode(self) -> tuple[bool, str]:
+        """Begin a bounded episode; only when active and none is running."""
+        if self.node_state != 'active' or self.policy is None or self.config is None \
+                or self.inputs is None:
+            return False, 'the node is not active'
+        if self.episode is not None and self.episode.running:
+            return False, 'an episode is already running'
+        if self.episode is not None:
+            self.episode.close()
+        self.episode = Episode(self.policy, self.config, self.inputs)
+        self.get_logger().info(f'episode started: up to {self.config.max_actions} actions')
+        return True, 'episode started'
+
+    def stop_episode(self, reason: str) -> tuple[bool, str]:
+        """End the running episode holding; nothing more is published until the next start."""
+        episode = self.episode
+        if episode is None or not episode.running:
+            return False, 'no episode is running'
+        tick = episode.end('stopped', reason, hold=True)
+        self._hold(tick.command, reason)
+        self._finish(episode)
+        return True, f'episode stopped ({reason})'
+
+    def _tick(self) -> None:
+        episode = self.episode
+        if episode is None or not episode.running or self.node_state != 'active':
+            return
+        try:
+            tick = episode.tick(time.monotonic())
+        except Exception as exc:  # never let a callback raise: hold and say why
+            tick = episode.end('error', f'{type(exc).__name__}: {exc}', hold=True)
+        if tick.kind == COMMAND and tick.command is not None:
+            self._publish(tick.command, episode.period)
+        elif tick.kind in (HOLD, END) and tick.command is not None:
+            self._hold(tick.command, tick.reason)
+        if not episode.running:
+            self._finish(episode)
+        elif abs(self._control_timer.timer_period_ns * 1e-9 - self._period()) > 1e-6:
+            self._reset_timer()  # the first chunk told us the rate
+
+    def _finish(self, episode: Episode) -> None:
+        summary = episode.summary()
+        self.last_summary = summary
+        text = json.dumps(summary)
+        log = self.get_logger().info if summary['outcome'] == 'completed' \
+            else self.get_logger().warning
+        log(f'episode ended: {summary["reason"]}: {text}')
+        if self._outcome_pub is not None:
+            self._outcome_pub.publish(String(data=text))
+
+    # -- publishing ---------------------------------------------------------------------------
+
+    def _publish(self, command: Command, period: float) -> None:
+        assert self.inputs is not None
+        self._command_pub.publish(trajectory_message(self.inputs.layout, command, period))
+
+    def _hold(self, command: Command | None, reason: str) -> None:
+        """Publish a hold at the measured positions and call the hold service, if any."""
+        self.holds += 1
+        self.last_hold_reason = reason
+        self.get_logger().warning(f'holding: {reason}')
+        assert self.inputs is not None
+        if command is not None and command.positions and self._command_pub is not None:
+            self._command_pub.publish(trajectory_message(
+                self.inputs.layout, command, max(self._period(), 0.05)))
+        client = self._hold_client
+        if client is None:
+            return
+        if not client.service_is_ready():
+            self.get_logger().error(f'hold service {client.srv_name} is not available')
+            return
+        client.call_async(Trigger.Request())
+
+    # -- interfaces -------------------------------------------------------------------------
+
+    def _create_interfaces(self, config: NodeConfig) -> None:
+        assert self.inputs is not None
+        inputs = self.inputs
+        reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        add = self._entities.append
+        add(self.create_subscription(JointState, 'joint_states', self._on_joint_state,
+                                     qos_profile_sensor_data))
+        for camera in inputs.cameras:
+            kind = CompressedImage if camera.compressed else Image
+            add(self.create_subscription(kind, camera.topic, inputs.frame_callback(camera.view),
+                                         qos_profile_sensor_data))
+        add(self.create_subscription(String, 'instruction', self._on_instruction, reliable))
+        if config.safety_gate_topic:
+            add(self.create_subscription(Bool, config.safety_gate_topic,
+                                         lambda msg: inputs.on_gate(msg.data), reliable))
+        self._command_pub = self.create_lifecycle_publisher(JointTrajectory, COMMAND_TOPIC,
+                                                            reliable)
+        self._outcome_pub = self.create_publisher(String, '~/episode_outcome', reliable)
+        self._diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        add(self._outcome_pub)
+        add(self._diagnostics_pub)
+        add(self.create_service(Trigger, '~/start_episode', self._on_start))
+        add(self.create_service(Trigger, '~/stop_episode', self._on_stop))
+        add(self.create_timer(config.diagnostics_period_s, self._publish_diagnostics))
+        if config.hold_service:
+            self._hold_client = self.create_client(Trigger, config.hold_service)
+            add(self._hold_client)
+
+    def _release(self) -> None:
+        if self.episode is not None:
+            self.episode.close()
+            self.episode = None
+        self._destroy_timer()
+        for entity in self._entities:
+            self._destroy(entity)
+        self._entities = []
+        if self._command_pub is not None:
+            self.destroy_lifecycle_publisher(self._command_pub)
+        self._command_pub = self._outcome_pub = self._diagnostics_pub = None
+        self._hold_client = None
+        if self.policy is not None:
+            self.policy.close()
+            self.policy = None
+
+    def _destroy(self, entity: Any) -> None:
+        for destroy in (self.destroy_subscription, self.destroy_publisher, self.destroy_service,
+                        self.destroy_timer, self.destroy_client):
+            try:
+                if destroy(entity):
+                    return
+            except Exception:  # wrong kind for this destroyer: try the next
+                continue
+
+    def _destroy_timer(self) -> None:
+        if self._control_timer is not None:
+            self.destroy_timer(self._control_timer)
+            self._control_timer = None
+
+    def _reset_timer(self) -> None:
+        self._destroy_timer()
+        self._control_timer = self.create_timer(self._period(), self._tick)
+
+    def _period(self) -> float:
+        if self.episode is not None and self.episode.stream.engine.stats.chunks:
+            return self.episode.period
+        config = self.config
+        if config is not None and config.control_rate_hz > 0:
+            return 1.0 / config.control_rate_hz
+        hz = self.model_entry.control_hz if self.model_entry else None
+        return 1.0 / hz if hz else 1.0 / 15.0
+
+    # -- callbacks ----------------------------------------------------------------------------
+
+    def _on_joint_state(self, msg: JointState) -> None:
+        if self.inputs is not None:
+            self.inputs.on_joint_state(list(msg.name), list(msg.position))
+
+
+    def _on_instruction(self, msg: String) -> None:
+        if self.inputs is not None and msg.data.strip():
+            self.inputs.instruction = msg.data
+
+    def _on_parameters(self, params: list[rclpy.parameter.Parameter]) -> SetParametersResult:
+        for param in params:
+            if param.name == 'instruction' and self.inputs is not None:
+                self.inputs.instruction = str(param.value)
+        return SetParametersResult(successful=True)
+
+    def _on_start(self, request: Trigger.Request, response: Trigger.Response) -> Any:
+        response.success, response.message = self.start_episode()
+        return response
+
+    def _on_stop(self, request: Trigger.Request, response: Trigger.Response) -> Any:
+        response.success, response.message = self.stop_episode('stop requested')
+        return response
+
+    # -- configure checks ---------------------------------------------------------------------
+
+    def _api_key(self, config: NodeConfig) -> str | None:
+        if not config.api_key_file:
+            return None
+        from pathlib import Path
+        key = read_credentials_file(Path(config.api_key_file))
+        if not key:
+            raise ConfigError(f'parameter api_key_file: no key in {config.api_key_file}')
+        return key
+
+    def _check_joint_names(self, config: NodeConfig) -> None:
+        """Wait for one joint_states message and fail naming any joint it lacks."""
+        topic = self.resolve_topic_name('joint_states')
+        message = wait_for_message(self, JointState, topic, config.configure_timeout_s)
+        if message is None:
+            raise ConfigError(f'no joint_states on {topic} within '
+                              f'{config.configure_timeout_s:.1f} s (configure_timeout_s)')
+        assert self.inputs is not None
+        missing = self.inputs.missing_joints(list(message.name))
+        if missing:
+            raise ConfigError(f'parameter joint_names: {", ".join(missing)} not in '
+                              f'{topic} (it has {", ".join(message.name)})')
+        self.inputs.on_joint_state(list(message.name), list(message.position))
+
+    def _check_model(self, config: NodeConfig) -> None:
+        """Check the model against the catalogue when it can be reached (not fatal if not)."""
+        assert self.policy is not None
+        try:
+            entry = self.policy.describe()
+        except sai.Unavailable as exc:
+            self.get_logger().warning(f'catalogue not reachable, model not checked: {exc}')
+            return
+        if entry is None:
+            raise ConfigError(f'parameter model: {config.model!r} is not in the catalogue')
+        self.model_entry = entry
+        views = set(entry.camera_views)
+        unknown = [v for v in config.camera_views if views and v not in views]
+        if unknown:
+            raise ConfigError(f'parameter camera_views: {", ".join(unknown)} not among the '
+                              f"model's views {sorted(views)}")
+        dims = len(config.joint_names) + (1 if config.gripper_joint else 0)
+        if entry.action_dim is not None and entry.action_dim != dims:
+            raise ConfigError(f'parameter joint_names: the model acts on {entry.action_dim} '
+                              f'values but joint_names + gripper_joint give {dims}')
+        space = entry.raw.get('action_space')
+        if isinstance(space, str) and not supported_action_space(space):
+            raise ConfigError(f'model {config.model}: action space {space!r} cannot be '
+                              'commanded as joint positions by this node')
+
+    # -- diagnostics --------------------------------------------------------------------------
+
+    def health(self) -> Health:
+        """What the node knows now, for /diagnostics."""
+        config, episode = self.config, self.episode
+        now = time.monotonic()
+        health = Health(node_state=self.node_state, holds=self.holds,
+                        last_hold_reason=self.last_hold_reason)
+        if config is None or self.inputs is None:
+            return health
+        health.model, health.base_url = config.model, config.base_url
+        health.join_mode, health.max_actions = config.join_mode, config.max_actions
+        health.input_ages = self.inputs.ages(now)
+        health.input_timeouts = {topic: config.camera_timeout_s for topic in health.input_ages}
+        health.input_timeouts['joint_states'] = config.joint_state_timeout_s
+        health.gate_open = self.inputs.gate_open
+        if episode is None:
+            return health
+        stats = episode.stream.engine.stats
+        summary = episode.summary()
+        health.episode_state = episode.state
+        health.episode_reason, health.episode_outcome = episode.reason, episode.outcome
+        health.last_error, health.last_error_kind = episode.last_error, episode.last_error_kind
+        health.warming_eta_s = episode.warming_eta_s
+        health.gateway_reachable = stats.chunks > 0 or None
+        health.latency_p50_s, health.latency_p95_s = (summary['latency_p50_s'],
+                                                      summary['latency_p95_s'])
+        health.requests, health.failed_requests = stats.requests, stats.failed_requests
+        health.buffered_s = episode.stream.engine.buffered_seconds(now)
+        health.underruns, health.underrun_s = stats.underruns, stats.underrun_s
+        health.longest_underrun_s = stats.longest_underrun_s
+        health.max_seam_jump = stats.max_seam_jump
+        health.action_space = stats.action_space or ''
+        health.actions, health.chunks = episode.actions, stats.chunks
+        return health
+
+    def _publish_diagnostics(self) -> None:
+        if self._diagnostics_pub is None or self.config is None:
+            return
+        statuses = build_statuses(self.health(), self.get_name(), self.config.hardware_id)
+        self._diagnostics_pub.publish(diagnostic_array(statuses,
+                                                       self.get_clock().now().to_msg()))

@@ -1,0 +1,97 @@
+"""`colcon build` of a copy of the repo: the installed layout a ROS 2 user gets."""
+
+# The build runs in a temporary workspace (src/ holds a copy of the repo without .venv, .git and
+# build output), so nothing is written into the repo. ~2 s.
+
+import os
+from pathlib import Path
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = 'sequence_ai_ros'
+EXECUTABLES = ('policy_node', 'sim_arm', 'gateway', 'sequence-ai-ros')
+NOT_SOURCE = ('.venv', '.git', 'build', 'install', 'log', '__pycache__', '.*_cache',
+              '*.egg-info', 'demo-out')
+
+
+def colcon_command():
+    """Return the colcon command of this interpreter's environment; skip if there is none."""
+    pytest.importorskip('colcon_core', reason='colcon is not installed (requirements-dev.txt)')
+    script = Path(sys.executable).with_name('colcon')
+    found = str(script) if script.is_file() else shutil.which('colcon')
+    if not found:
+        pytest.skip('colcon_core is importable but no colcon command was found')
+    return [found]
+
+
+@pytest.fixture(scope='module')
+def install(tmp_path_factory):
+    """Build the package in a fresh workspace; return its install/sequence_ai_ros prefix."""
+    colcon = colcon_command()
+    before = sorted(p.name for p in REPO.iterdir())
+    workspace = tmp_path_factory.mktemp('ws')
+    shutil.copytree(REPO, workspace / 'src' / PACKAGE,
+                    ignore=shutil.ignore_patterns(*NOT_SOURCE))
+    result = subprocess.run(
+        [*colcon, '--log-base', 'log', 'build', '--base-paths', 'src',
+         '--build-base', 'build', '--install-base', 'install',
+         '--event-handlers', 'console_direct+'],
+        cwd=workspace, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    assert sorted(p.name for p in REPO.iterdir()) == before, 'the build wrote into the repo'
+    return workspace / 'install' / PACKAGE
+
+
+def site_packages(prefix):
+    (found,) = prefix.glob('lib/python3*/site-packages')
+    return found
+
+
+@pytest.mark.parametrize('name', EXECUTABLES)
+def test_executables_in_lib_package(install, name):
+    path = install / 'lib' / PACKAGE / name
+    assert path.is_file()
+    assert os.access(path, os.X_OK)
+
+
+def test_launch_and_config_files_are_shared(install):
+    share = install / 'share' / PACKAGE
+    assert sorted(p.name for p in (share / 'launch').glob('*.launch.py')) == \
+        sorted(p.name for p in (REPO / 'launch').glob('*.launch.py'))
+    assert sorted(p.name for p in (share / 'config').glob('*.yaml')) == \
+        sorted(p.name for p in (REPO / 'config').glob('*.yaml'))
+    assert len(list((share / 'launch').glob('*.launch.py'))) >= 3
+    assert len(list((share / 'config').glob('*.yaml'))) >= 4
+    assert (share / 'package.xml').read_text() == (REPO / 'package.xml').read_text()
+
+
+def test_package_is_in_the_ament_index(install, monkeypatch):
+    assert (install / 'share/ament_index/resource_index/packages' / PACKAGE).is_file()
+    packages = pytest.importorskip('ament_index_python.packages')
+    monkeypatch.setenv('AMENT_PREFIX_PATH', str(install))
+    # What FindPackageShare and ExecutableInPackage resolve in the launch files.
+    assert Path(packages.get_package_share_directory(PACKAGE)) == install / 'share' / PACKAGE
+
+
+def test_installed_python_package_has_its_data(install):
+    package = site_packages(install) / PACKAGE
+    assert (package / 'gateway' / 'catalogue.json').is_file()
+    assert (package / '__init__.py').is_file()
+    assert not (site_packages(install) / 'test').exists()
+
+
+def test_installed_executable_runs_from_the_install_tree(install, tmp_path):
+    env = dict(os.environ, PYTHONPATH=str(site_packages(install)))
+    where = subprocess.run(
+        [sys.executable, '-c', 'import sequence_ai_ros.gateway as g; print(g.__file__)'],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert where.returncode == 0, where.stderr
+    assert Path(where.stdout.strip()).is_relative_to(install)
+    result = subprocess.run([str(install / 'lib' / PACKAGE / 'gateway'), '--help'],
+                            cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert '--time-scale' in result.stdout

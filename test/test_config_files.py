@@ -1,0 +1,158 @@
+"""The shipped parameter files: ROS reads them, the node accepts them, and they hold no key."""
+
+# Each file is read by rcl's own parser (`--params-file`, as `ros2 launch` passes it), so a value
+# written `180` where the node declares a double fails here as it would on the robot.
+
+import json
+import math
+from pathlib import Path
+import re
+
+import pytest
+import rclpy
+from rclpy.lifecycle import LifecycleNode
+from rclpy.node import Node
+
+from sequence_ai_ros import arm_model
+from sequence_ai_ros.client import types
+from sequence_ai_ros.node import params
+
+REPO = Path(__file__).resolve().parents[1]
+CONFIGS = sorted((REPO / 'config').glob('*.yaml'))
+CATALOGUE = json.loads((REPO / 'sequence_ai_ros/gateway/catalogue.json').read_text())
+MODELS = {entry['name']: entry for entry in CATALOGUE['models']}
+REQUIRED = {name for name, spec in params.PARAMETERS.items() if '(required' in spec[1]}
+# A hosted key looks like seq_ and then letters, digits or underscores.
+KEY_PATTERN = re.compile(r'seq_\w+')
+P99_Z = 2.3263  # standard normal quantile at 0.99: the catalogue's latency is lognormal
+
+
+def stem(model: str) -> str:
+    return model.replace('-', '_')
+
+
+@pytest.fixture(scope='module')
+def context():
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    yield ctx
+    rclpy.shutdown(context=ctx)
+
+
+def ros_args(path: Path) -> list[str]:
+    return ['--ros-args', '--params-file', str(path)]
+
+
+def loaded(context, path: Path) -> dict:
+    """Return the parameters rcl reads from `path`, typed as rcl types them, by name."""
+    bare = Node('bare', context=context)
+    builtin = set(bare.get_parameters_by_prefix(''))
+    bare.destroy_node()
+    node = Node('policy_node', context=context, cli_args=ros_args(path),
+                automatically_declare_parameters_from_overrides=True)
+    try:
+        found = node.get_parameters_by_prefix('')
+    finally:
+        node.destroy_node()
+    return {name: p for name, p in found.items() if name not in builtin}
+
+
+def values(context, path: Path) -> dict:
+    return {name: p.value for name, p in loaded(context, path).items()}
+
+
+def read_through_node(context, namespace: str = '', **kwargs) -> params.NodeConfig:
+    """Declare the node's parameters on a lifecycle node built with `kwargs`; read them back."""
+    node = LifecycleNode('policy_node', namespace=namespace, context=context, **kwargs)
+    try:
+        params.declare_parameters(node)
+        return params.read_config(node)
+    finally:
+        node.destroy_node()
+
+
+def test_one_file_per_catalogue_model():
+    assert [p.stem for p in CONFIGS] == sorted(stem(m) for m in MODELS)
+
+
+@pytest.mark.parametrize('path', CONFIGS, ids=lambda p: p.stem)
+def test_shape_applies_to_any_node_name_and_namespace(path):
+    lines = [ln for ln in path.read_text().splitlines() if ln.strip() and
+             not ln.lstrip().startswith('#')]
+    assert [ln for ln in lines if not ln.startswith(' ')] == ['/**:']
+    assert [ln for ln in lines if re.match(r' {2}\S', ln)] == ['  ros__parameters:']
+
+
+@pytest.mark.parametrize('path', CONFIGS, ids=lambda p: p.stem)
+def test_keys_are_exactly_the_nodes_parameters(context, path):
+    keys = set(loaded(context, path))
+    assert not keys - set(params.PARAMETERS), 'not parameters of the node'
+    assert not REQUIRED - keys, 'required parameters missing'
+    # The shipped files are the reference a robotics engineer edits: every setting is there.
+    assert not set(params.PARAMETERS) - keys, 'parameters left out'
+
+
+@pytest.mark.parametrize('path', CONFIGS, ids=lambda p: p.stem)
+def test_the_node_accepts_the_values(context, path):
+    overrides = list(loaded(context, path).values())
+    config = read_through_node(context, parameter_overrides=overrides)
+    assert stem(config.model) == path.stem
+    assert len(config.position_lower) == len(config.joint_names) + 1
+    assert len(config.position_upper) == len(config.joint_names) + 1
+
+
+@pytest.mark.parametrize('path', CONFIGS, ids=lambda p: p.stem)
+def test_the_file_applies_under_a_namespace_as_launch_passes_it(context, path):
+    config = read_through_node(context, namespace='left', cli_args=ros_args(path))
+    assert stem(config.model) == path.stem
+    assert config.camera_topics == ('camera/exterior/image_raw', 'camera/wrist/image_raw')
+
+
+@pytest.mark.parametrize('path', CONFIGS, ids=lambda p: p.stem)
+def test_values_fit_the_model_and_the_arm(context, path):
+    got = values(context, path)
+    model = MODELS[got['model']]
+    assert got['joint_names'] == list(arm_model.JOINT_NAMES)
+    assert got['gripper_joint'] == arm_model.GRIPPER_JOINT
+    assert len(got['joint_names']) + 1 == model['action_dim']
+    assert got['camera_views'] == model['camera_views']
+    assert got['image_size'] == model['image_size']
+    assert got['jpeg_quality'] == 92
+    assert got['position_limits.lower'] == pytest.approx(
+        [*arm_model.LOWER_LIMITS, arm_model.GRIPPER_RANGE[0]])
+    assert got['position_limits.upper'] == pytest.approx(
+        [*arm_model.UPPER_LIMITS, arm_model.GRIPPER_RANGE[1]])
+    # A step the arm could follow at its slowest joint's speed limit, at the model's rate.
+    assert got['max_step_change'] <= min(arm_model.VELOCITY_LIMITS) / model['control_hz']
+    assert got['startup_timeout_s'] > model['cold_start_s']
+    # Left to the launch file or the environment, so one file serves hosted and local.
+    assert got['base_url'] == ''
+
+
+@pytest.mark.parametrize('path', CONFIGS, ids=lambda p: p.stem)
+def test_timing_keeps_up_with_the_models_latency(context, path):
+    got = values(context, path)
+    model = MODELS[got['model']]
+    latency = model['latency']
+    p99 = latency['median_s'] * math.exp(P99_Z * latency['sigma'])
+    chunk_s = model['action_horizon'] / model['control_hz']
+    inflight = got['max_inflight']
+    # The chunk engine's own rule (it warns otherwise): each request yields a whole chunk
+    # when appending, only chunk - latency when time-aligned.
+    if got['join_mode'] == 'append':
+        assert p99 <= inflight * chunk_s
+    else:
+        assert p99 < chunk_s, 'an aligned chunk would arrive with nothing left to play'
+        assert p99 <= inflight * chunk_s / 2
+    if types.is_absolute_space(model['action_space']):
+        assert 0 < got['smooth_seam'] < model['action_horizon']
+    else:
+        assert got['smooth_seam'] == 0, 'ignored for increments and velocities: misleading'
+
+
+@pytest.mark.parametrize('path', [*CONFIGS, *sorted((REPO / 'launch').glob('*.py'))],
+                         ids=lambda p: p.name)
+def test_no_api_key_in_shipped_files(path):
+    text = path.read_text()
+    assert not KEY_PATTERN.search(text)
+    assert not re.search(r'^\s*api_key\s*:', text, re.M), 'the key is never a parameter'

@@ -1,0 +1,272 @@
+"""The policy node as a real process, over real DDS, against the local gateway process."""
+
+import itertools
+import json
+import math
+import statistics
+import time
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+import pytest
+from ros_harness import PolicyNodeProcess, Robot, RosSide, node_parameters, wait_until
+from std_msgs.msg import Bool
+
+from sequence_ai_ros import arm_model
+from sequence_ai_ros.gateway.process import GatewayProcess
+
+KEY = 'seq_node_tests_key_0000000000001'
+ENV = {'SEQUENCES_API_KEY': KEY}
+SCALE = 0.2  # pi05-droid: 15 steps at 75 Hz, a 0.2 s chunk, ~0.16 s latency
+_names = (f'arm{i}' for i in itertools.count())
+
+
+@pytest.fixture(scope='module')
+def gateway():
+    with GatewayProcess(['--time-scale', str(SCALE), '--start-warm'], keys={KEY: 10**6}) as gw:
+        yield gw
+
+
+@pytest.fixture(scope='module')
+def slow_gateway():
+    """Latency above a chunk: a refill-when-empty node underruns at every boundary."""
+    with GatewayProcess(['--time-scale', str(SCALE), '--start-warm', '--latency-median-s',
+                         '1.5'], keys={KEY: 10**6}) as gw:
+        yield gw
+
+
+@pytest.fixture(scope='module')
+def ros():
+    side = RosSide()
+    yield side
+    side.close()
+
+
+@pytest.fixture
+def launch(ros):
+    """Start a policy node in a fresh namespace with a test-side robot; stop it afterwards."""
+    started, robots = [], []
+
+    def start(gw, namespace=None, **params):
+        namespace = namespace or next(_names)
+        robot = Robot(ros.node, namespace)
+        robots.append(robot)
+        process = PolicyNodeProcess(namespace, node_parameters(base_url=gw.base_url, **params),
+                                    ENV)
+        started.append(process)
+        wait_until(lambda: robot.change_client.service_is_ready(), 10)
+        return robot, process
+    yield start
+    for robot in robots:
+        robot.close()
+    for process in started:
+        process.stop()
+        assert KEY not in process.log(), 'the API key reached the log'
+
+
+def bring_up(robot, process):
+    assert robot.configure(), process.log()
+    assert robot.activate(), process.log()
+
+
+def outcome(robot, timeout=20.0):
+    assert wait_until(lambda: robot.outcomes, timeout), 'no episode outcome published'
+    return json.loads(robot.outcomes[0])
+
+
+def points(robot):
+    return [msg.points[0] for _, msg in robot.command_list()]
+
+
+def is_hold(point):
+    return all(v == 0.0 for v in point.velocities)
+
+
+def test_commands_arrive_at_control_rate_in_joint_order(gateway, launch):
+    robot, process = launch(gateway, max_actions=60)
+    bring_up(robot, process)
+    result = outcome(robot)
+    assert result['outcome'] == 'completed' and result['actions'] == 60
+    assert result['underruns'] == 0 and result['holds'] == 0
+    assert wait_until(lambda: len(robot.command_list()) == 60, 5)
+    commands = robot.command_list()
+    layout = list(arm_model.JOINT_NAMES) + [arm_model.GRIPPER_JOINT]
+    assert all(list(msg.joint_names) == layout for _, msg in commands)
+    periods = [b[0] - a[0] for a, b in zip(commands, commands[1:])]
+    assert abs(statistics.median(periods) - SCALE / 15) < 0.3 * SCALE / 15
+    first = commands[0][1].points[0]
+    assert all(math.isfinite(v) for v in first.positions) and not is_hold(first)
+    # Velocity actions become positions integrated from the measured state.
+    home = list(arm_model.HOME)
+    assert max(abs(p - h) for p, h in zip(first.positions, home)) < 0.1
+    assert robot.holds == 0
+    assert robot.state() == 'active'
+    time.sleep(0.3)
+    assert len(robot.command_list()) == 60, 'published after the episode ended'
+
+
+def test_underrun_holds_calls_hold_service_then_resumes(slow_gateway, launch):
+    robot, process = launch(slow_gateway, max_actions=45, prefetch=False)
+    bring_up(robot, process)
+    result = outcome(robot, timeout=30)
+    assert result['outcome'] == 'completed' and result['actions'] == 45
+    assert result['underruns'] >= 2
+    sent = points(robot)
+    holds = [i for i, p in enumerate(sent) if is_hold(p)]
+    assert len(holds) == result['underruns']
+    assert robot.holds == len(holds), 'the hold service was not called on every hold'
+    assert holds[-1] < len(sent) - 1, 'motion did not resume after the hold'
+    assert len(sent) - len(holds) == 45
+
+
+@pytest.mark.parametrize('fault', ['joint_states', 'camera', 'nan', 'gate'])
+def test_input_faults_end_the_episode_holding(gateway, launch, fault):
+    extra = {'max_actions': 100000}
+    if fault == 'gate':
+        extra['safety_gate_topic'] = 'safety_gate'
+    robot, process = launch(gateway, **extra)
+    gate_open = [True]
+    if fault == 'gate':
+        robot.every(0.02, lambda: robot.gate_pub.publish(Bool(data=gate_open[0])))
+    bring_up(robot, process)
+    assert wait_until(lambda: len(robot.command_list()) > 20, 10), process.log()
+    if fault == 'joint_states':
+        robot.publish_joints = False
+    elif fault == 'camera':
+        robot.publish_cameras = False
+    elif fault == 'nan':
+        robot.follow = False
+        robot.positions[2] = float('nan')
+    else:
+        gate_open[0] = False
+    faulted = time.monotonic()
+    holds_before = robot.holds  # a jittery boundary may already have held once
+    result = outcome(robot, timeout=10)
+    assert result['outcome'] == 'safety' and result['stopped_early']
+    expected = {'joint_states': 'joint_states', 'camera': 'camera/', 'nan': 'non-finite',
+                'gate': 'safety gate'}[fault]
+    assert expected in result['reason']
+    # The hold and the outcome travel on different topics: wait for the hold itself.
+    assert wait_until(lambda: is_hold(robot.command_list()[-1][1].points[0]), 3), \
+        (result, points(robot)[-3:])
+    commands = robot.command_list()
+    last_time, last = commands[-1]
+    hold = last.points[0]
+    assert all(math.isfinite(v) for v in hold.positions)
+    assert wait_until(lambda: robot.holds == holds_before + 1, 2)
+    time.sleep(0.5)
+    assert len(robot.command_list()) == len(commands), 'published after the stop'
+    limit = {'joint_states': 0.5, 'camera': 1.0}.get(fault, 0.0) + 0.5
+    assert last_time - faulted < limit, (result, last_time - faulted)
+
+
+def test_action_outside_limits_ends_holding_and_is_never_sent(gateway, launch):
+    lower = [float(v) for v in arm_model.LOWER_LIMITS] + [0.0]
+    upper = [float(v) for v in arm_model.UPPER_LIMITS] + [1.0]
+    lower[1], upper[1] = float(arm_model.HOME[1]) - 1e-3, float(arm_model.HOME[1]) + 1e-3
+    robot, process = launch(gateway, **{'position_limits.lower': lower,
+                                        'position_limits.upper': upper})
+    bring_up(robot, process)
+    result = outcome(robot)
+    assert result['outcome'] == 'safety' and 'above its upper limit' in result['reason'] or \
+        'below its lower limit' in result['reason']
+    assert 'panda_joint2' in result['reason']
+    sent = points(robot)
+    assert sent and all(is_hold(p) for p in sent), 'an unsafe action reached the topic'
+    assert all(lower[1] <= p.positions[1] <= upper[1] for p in sent)
+
+
+def test_wrong_joint_name_fails_configure_naming_it(gateway, launch):
+    names = list(arm_model.JOINT_NAMES)
+    names[3] = 'elbow_typo'
+    robot, process = launch(gateway, joint_names=names)
+    assert not robot.configure()
+    assert robot.state() == 'unconfigured'
+    assert 'elbow_typo' in process.log()
+    assert robot.command_list() == []
+
+
+def test_unusable_parameters_fail_configure_naming_them(gateway, launch):
+    robot, process = launch(gateway, camera_topics=['only/one'])
+    assert not robot.configure()
+    assert 'camera_topics' in process.log()
+
+
+def test_diagnostics_levels_and_values(gateway, launch, ros):
+    arrays = []
+    robot, process = launch(gateway, max_actions=100000)
+    ros.node.create_subscription(DiagnosticArray, '/diagnostics', arrays.append, 50)
+    bring_up(robot, process)
+    prefix = f'{robot.ns[1:]}.policy_node' if False else 'policy_node'
+
+    def mine():
+        return [s for array in arrays for s in array.status
+                if s.hardware_id.startswith(robot.ns)]
+    assert wait_until(lambda: any('episode' in s.name and s.level == DiagnosticStatus.OK
+                                  for s in mine()), 10), process.log()
+    ok = {s.name.split(': ')[-1]: s for s in mine()[-4:]}
+    assert set(ok) == {'gateway', 'buffer', 'inputs', 'episode'}
+    assert all(s.name.startswith(prefix) for s in ok.values())
+    values = {kv.key: kv.value for kv in ok['buffer'].values}
+    assert values, 'buffer status carries no values'
+    robot.publish_joints = False
+    outcome(robot, timeout=10)
+    assert wait_until(lambda: any('episode' in s.name and s.level == DiagnosticStatus.ERROR
+                                  for s in mine()), 5)
+    assert wait_until(lambda: any('inputs' in s.name and s.level == DiagnosticStatus.ERROR
+                                  for s in mine()), 5)
+    for status in mine():
+        assert KEY not in status.message
+        assert all(KEY not in kv.value for kv in status.values)
+
+
+def test_two_namespaced_nodes_drive_two_arms_independently(gateway, launch):
+    left, left_process = launch(gateway, namespace='left_arm', max_actions=45)
+    right, right_process = launch(gateway, namespace='right_arm', max_actions=45)
+    left.positions[0], right.positions[0] = -0.5, 0.5
+    time.sleep(0.3)
+    before = gateway.stats()['connections']
+    bring_up(left, left_process)
+    bring_up(right, right_process)
+    for robot in (left, right):
+        result = outcome(robot)
+        assert result['outcome'] == 'completed', result
+    for robot in (left, right):  # commands and outcome travel on different topics
+        assert wait_until(lambda r=robot: len([p for p in points(r) if not is_hold(p)]) == 45,
+                          5)
+    assert abs(points(left)[0].positions[0] + 0.5) < 0.1
+    assert abs(points(right)[0].positions[0] - 0.5) < 0.1
+    assert gateway.stats()['connections'] - before <= 2 * 2
+
+
+def test_deactivate_mid_request_holds_and_then_is_silent(slow_gateway, launch):
+    robot, process = launch(slow_gateway, max_actions=100000)
+    bring_up(robot, process)
+    time.sleep(0.1)  # the first request is in flight (latency ~0.3 s)
+    assert robot.deactivate()
+    result = outcome(robot)
+    assert result['reason'] == 'deactivated'
+    sent = points(robot)
+    assert sent and is_hold(sent[-1])
+    count = len(sent)
+    time.sleep(1.0)  # the request in flight lands now: it must not be played
+    assert len(points(robot)) == count
+    assert robot.state() == 'inactive'
+
+
+def test_stop_and_start_services(gateway, launch):
+    robot, process = launch(gateway, max_actions=100000, start_on_activate=False)
+    bring_up(robot, process)
+    time.sleep(0.3)
+    assert robot.command_list() == [], 'moved without an explicit start'
+    from std_srvs.srv import Trigger
+    assert robot.call(robot.start_client, Trigger.Request()).success
+    assert wait_until(lambda: len(robot.command_list()) > 10, 10)
+    assert robot.call(robot.stop_client, Trigger.Request()).success
+    result = outcome(robot)
+    assert result['reason'] == 'stop requested'
+    count = len(robot.command_list())
+    assert is_hold(points(robot)[-1])
+    time.sleep(0.3)
+    assert len(robot.command_list()) == count
+    assert robot.call(robot.start_client, Trigger.Request()).success
+    assert wait_until(lambda: len(robot.command_list()) > count + 5, 10)
