@@ -12,6 +12,7 @@ from typing import Any
 from sequence_ai_ros.client.errors import SequencesError, Unavailable
 from sequence_ai_ros.client.policy import Policy
 from sequence_ai_ros.client.stream import ActionStream
+from sequence_ai_ros.client.types import Prediction
 
 from .commands import Command, CommandMapper, UnsupportedActionSpace
 from .diagnostics import error_kind
@@ -45,7 +46,10 @@ class Episode:
                                    config.max_step_change, step_overrides=gripper)
         self.stream: ActionStream = policy.new_stream(
             join=config.join_mode, prefetch=config.prefetch, max_inflight=config.max_inflight,
-            smooth_seam=config.smooth_seam, seam_blend=config.seam_blend)
+            smooth_seam=config.smooth_seam, seam_blend=config.seam_blend,
+            on_chunk=self._on_chunk)
+        # One record per chunk joined, for the node's ~/chunks topic (monitoring, the demo).
+        self.chunk_events: list[dict[str, Any]] = []
         self.started = time.monotonic() if now is None else now
         self.state = 'starting'
         self.reason = ''
@@ -134,6 +138,15 @@ class Episode:
         }
 
     # -- internals -------------------------------------------------------------------------------
+
+    def _on_chunk(self, prediction: Prediction) -> None:
+        stats = self.stream.engine.stats
+        self.chunk_events.append({
+            'chunk': stats.chunks, 'id': prediction.id, 'steps': len(prediction.action_chunk),
+            'action_space': prediction.action_chunk.action_space,
+            'latency_s': stats.latencies[-1] if stats.latencies else None,
+            'server_inference_ms': prediction.perf.get('inference_ms'),
+            'actions_before': self.actions, 'warnings': prediction.warnings})
 
     def _observe(self) -> Any:
         snapshot = self.inputs.snapshot()

@@ -57,6 +57,7 @@ class PolicyNode(LifecycleNode):
         self._control_timer: Any = None
         self._hold_client: Any = None
         self._outcome_pub: Any = None
+        self._chunks_pub: Any = None
         self._diagnostics_pub: Any = None
 
     # -- lifecycle --------------------------------------------------------------------------
@@ -167,6 +168,8 @@ class PolicyNode(LifecycleNode):
             tick = episode.tick(time.monotonic())
         except Exception as exc:  # never let a callback raise: hold and say why
             tick = episode.end('error', f'{type(exc).__name__}: {exc}', hold=True)
+        while episode.chunk_events and self._chunks_pub is not None:
+            self._chunks_pub.publish(String(data=json.dumps(episode.chunk_events.pop(0))))
         if tick.kind == COMMAND and tick.command is not None:
             self._publish(tick.command, episode.period)
         elif tick.kind in (HOLD, END) and tick.command is not None:
@@ -229,6 +232,8 @@ class PolicyNode(LifecycleNode):
         self._command_pub = self.create_lifecycle_publisher(JointTrajectory, COMMAND_TOPIC,
                                                             reliable)
         self._outcome_pub = self.create_publisher(String, '~/episode_outcome', reliable)
+        self._chunks_pub = self.create_publisher(String, '~/chunks', reliable)
+        add(self._chunks_pub)
         self._diagnostics_pub = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         add(self._outcome_pub)
         add(self._diagnostics_pub)
@@ -250,6 +255,7 @@ class PolicyNode(LifecycleNode):
         if self._command_pub is not None:
             self.destroy_lifecycle_publisher(self._command_pub)
         self._command_pub = self._outcome_pub = self._diagnostics_pub = None
+        self._chunks_pub = None
         self._hold_client = None
         if self.policy is not None:
             self.policy.close()
