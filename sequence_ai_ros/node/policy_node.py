@@ -168,8 +168,7 @@ class PolicyNode(LifecycleNode):
             tick = episode.tick(time.monotonic())
         except Exception as exc:  # never let a callback raise: hold and say why
             tick = episode.end('error', f'{type(exc).__name__}: {exc}', hold=True)
-        while episode.chunk_events and self._chunks_pub is not None:
-            self._chunks_pub.publish(String(data=json.dumps(episode.chunk_events.pop(0))))
+        self._publish_chunk_events(episode)
         if tick.kind == COMMAND and tick.command is not None:
             self._publish(tick.command, episode.period)
         elif tick.kind in (HOLD, END) and tick.command is not None:
@@ -180,6 +179,7 @@ class PolicyNode(LifecycleNode):
             self._reset_timer()  # the first chunk told us the rate
 
     def _finish(self, episode: Episode) -> None:
+        self._publish_chunk_events(episode)
         summary = episode.summary()
         self.last_summary = summary
         text = json.dumps(summary)
@@ -190,6 +190,10 @@ class PolicyNode(LifecycleNode):
             self._outcome_pub.publish(String(data=text))
 
     # -- publishing ---------------------------------------------------------------------------
+
+    def _publish_chunk_events(self, episode: Episode) -> None:
+        while episode.chunk_events and self._chunks_pub is not None:
+            self._chunks_pub.publish(String(data=json.dumps(episode.chunk_events.pop(0))))
 
     def _publish(self, command: Command, period: float) -> None:
         assert self.inputs is not None
