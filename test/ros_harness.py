@@ -5,6 +5,7 @@ them stale or NaN), records every command, offers the hold service, and drives t
 """
 
 from array import array
+import io
 import os
 from pathlib import Path
 import subprocess
@@ -15,10 +16,11 @@ import time
 
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState, GetState
+from PIL import Image as PILImage
 import rclpy
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
-from sensor_msgs.msg import Image, JointState
+from sensor_msgs.msg import CompressedImage, Image, JointState
 from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
@@ -98,7 +100,8 @@ class PolicyNodeProcess:
 class Robot:
     """The test's side of DDS for one namespace: sensors out, commands and diagnostics in."""
 
-    def __init__(self, node, namespace, *, joint_rate_hz=50.0, camera_rate_hz=10.0):
+    def __init__(self, node, namespace, *, joint_rate_hz=50.0, camera_rate_hz=10.0,
+                 compressed=False):
         self.node = node
         self.ns = f'/{namespace}'
         self.positions = [float(v) for v in arm_model.HOME] + [0.0]
@@ -117,8 +120,10 @@ class Robot:
         keep = self._keep
         self.joint_pub = keep(node.create_publisher(JointState, f'{self.ns}/joint_states',
                                                     qos_profile_sensor_data))
+        self.compressed = compressed
+        kind, suffix = (CompressedImage, '/compressed') if compressed else (Image, '')
         self.image_pubs = [keep(node.create_publisher(
-            Image, f'{self.ns}/camera/{view}/image_raw', qos_profile_sensor_data))
+            kind, f'{self.ns}/camera/{view}/image_raw{suffix}', qos_profile_sensor_data))
             for view in ('exterior', 'wrist')]
         self.gate_pub = keep(node.create_publisher(Bool, f'{self.ns}/safety_gate', RELIABLE))
         keep(node.create_subscription(
@@ -188,6 +193,12 @@ class Robot:
             messages = []
             for render in (self._renderer.exterior, self._renderer.wrist):
                 pixels = render(q, (0.5, 0.2))
+                if self.compressed:
+                    buffer = io.BytesIO()
+                    PILImage.fromarray(pixels).save(buffer, 'JPEG', quality=92)
+                    messages.append(CompressedImage(format='jpeg',
+                                                    data=array('B', buffer.getvalue())))
+                    continue
                 messages.append(Image(height=pixels.shape[0], width=pixels.shape[1],
                                       encoding='rgb8', step=pixels.shape[1] * 3,
                                       data=array('B', pixels.tobytes())))

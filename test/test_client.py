@@ -17,6 +17,7 @@ from sequence_ai_ros.gateway.process import GatewayProcess, free_port
 
 KEY = 'seq_client_tests_key_0000000001'
 POOR_KEY = 'seq_client_tests_poor_key_00002'
+TEST_DIR = os.path.dirname(os.path.abspath(__file__))
 SCALE = 0.2  # a 1.0 s pi05-droid chunk plays in 0.2 s at 75 Hz; ratios hold
 OBS = observation()
 
@@ -412,3 +413,28 @@ def test_close_is_idempotent_and_a_closed_policy_says_so(gateway):
     with pytest.raises(sai.PolicyClosed, match='connect'):
         policy.predict(OBS)
     assert 'closed' in repr(policy)
+
+
+def test_close_drains_a_request_in_flight_without_leaking_threads(gateway):
+    before_threads = threading.active_count()
+    before_acts = gateway.stats()['acts'].get('accounts/sequences/models/pi05-droid', {})
+    policy = connect(gateway)
+    policy.next_action(OBS)
+    while policy.buffered > 2:  # play until the background refill has started
+        policy.next_action(OBS)
+    policy.close()  # must wait for that request, not abandon it mid-flight
+    after_acts = gateway.stats()['acts']['accounts/sequences/models/pi05-droid']
+    assert after_acts.get('200', 0) - before_acts.get('200', 0) == 2
+    assert threading.active_count() == before_threads
+
+
+def test_a_server_fault_is_the_base_error_with_status_and_message():
+    plugin = 'fixtures_gateway:make_plugin_policy'  # instruction 'raise' makes it fail
+    env = {'PYTHONPATH': os.pathsep.join([TEST_DIR, os.path.dirname(TEST_DIR)])}
+    with GatewayProcess(['--time-scale', '0.02', '--start-warm', '--policy', plugin],
+                        keys={KEY: 100}, env=env) as broken:
+        with connect(broken) as policy:
+            with pytest.raises(sai.SequencesError) as caught:
+                policy.predict(observation(instruction='raise'))
+    error = caught.value
+    assert type(error) is sai.SequencesError and error.status == 500 and error.message

@@ -46,9 +46,9 @@ def launch(ros):
     """Start a policy node in a fresh namespace with a test-side robot; stop it afterwards."""
     started, robots = [], []
 
-    def start(gw, namespace=None, **params):
+    def start(gw, namespace=None, compressed=False, **params):
         namespace = namespace or next(_names)
-        robot = Robot(ros.node, namespace)
+        robot = Robot(ros.node, namespace, compressed=compressed)
         robots.append(robot)
         process = PolicyNodeProcess(namespace, node_parameters(base_url=gw.base_url, **params),
                                     ENV)
@@ -270,3 +270,37 @@ def test_stop_and_start_services(gateway, launch):
     assert len(robot.command_list()) == count
     assert robot.call(robot.start_client, Trigger.Request()).success
     assert wait_until(lambda: len(robot.command_list()) > count + 5, 10)
+
+
+def test_compressed_cameras_drive_an_episode(gateway, launch):
+    topics = ['camera/exterior/image_raw/compressed', 'camera/wrist/image_raw/compressed']
+    robot, process = launch(gateway, compressed=True, max_actions=45, camera_topics=topics,
+                            camera_transports=['compressed', 'compressed'])
+    bring_up(robot, process)
+    result = outcome(robot)
+    assert result['outcome'] == 'completed' and result['actions'] == 45, result
+
+
+def test_instruction_changes_at_run_time(gateway, launch, ros):
+    from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+    from rcl_interfaces.srv import GetParameters, SetParameters
+    from std_msgs.msg import String
+    robot, process = launch(gateway, max_actions=100000)
+    bring_up(robot, process)
+    setter = ros.node.create_client(SetParameters, f'{robot.ns}/policy_node/set_parameters')
+    getter = ros.node.create_client(GetParameters, f'{robot.ns}/policy_node/get_parameters')
+    request = SetParameters.Request(parameters=[Parameter(
+        name='instruction', value=ParameterValue(type=ParameterType.PARAMETER_STRING,
+                                                 string_value='stack the blocks'))])
+    assert robot.call(setter, request).results[0].successful
+    answer = robot.call(getter, GetParameters.Request(names=['instruction']))
+    assert answer.values[0].string_value == 'stack the blocks'
+    publisher = ros.node.create_publisher(String, f'{robot.ns}/instruction', 10)
+    publisher.publish(String(data='open the drawer'))
+    # A new instruction changes the requests, not the motion's continuity.
+    count = len(robot.command_list())
+    assert wait_until(lambda: len(robot.command_list()) > count + 20, 10)
+    assert robot.outcomes == []
+    ros.node.destroy_publisher(publisher)
+    ros.node.destroy_client(setter)
+    ros.node.destroy_client(getter)
