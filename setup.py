@@ -29,6 +29,7 @@ setup(
     extras_require={
         'gateway': ['starlette', 'uvicorn', 'numpy', 'pillow'],
         'ros': ['numpy', 'pillow', 'PyYAML'],
+        'demo': ['matplotlib'],
         'test': ['pytest', 'ruff', 'mypy', 'vermin'],
     },
     zip_safe=False,

@@ -1,10 +1,18 @@
-"""The reference policy: reach above the red target seen by the exterior camera.
+"""The reference policy: reach above the red target seen by the exterior camera."""
 
-It reads the frame (scene.py), then plans the chunk in model time with damped least squares
-on the arm's position Jacobian, joint speed capped, joints clamped to their limits, and the
-gripper closing once the tool is within GRASP_RADIUS of the hover point. A little smooth,
-seeded noise makes consecutive chunks disagree as a learned policy's samples do.
-"""
+# It reads the frame (scene.py), lays a straight tool path toward the hover point, and follows
+# it with damped least squares on the arm's position Jacobian (joint speed capped, joints
+# clamped, a slow pull of the redundant joint toward HOME). The gripper closes once the tool
+# is within GRASP_RADIUS of the hover point; inside SETTLE_RADIUS the plan stands still.
+# Smooth, seeded noise makes consecutive chunks disagree as a learned policy's samples do.
+#
+# Closed loop with prefetch, a chunk starts to play about one chunk after its observation.
+# Absolute targets do not add up: a late chunk repeats ground already covered (a backward
+# seam, which the node's seam smoothing is for), so those plans go all the way. Delta and
+# velocity plans are integrated on top of the chunks still queued: a plan covering the whole
+# error seen is applied on top of the one before, and the arm rings or drifts. Each covers
+# CHUNK_SHARE of it instead; with chunk k planned from the error before chunk k - 1 played,
+# e[k + 1] = e[k] - share * e[k - 1], critically damped at share 1/4 (a double root at 1/2).
 
 from typing import Any
 
@@ -17,19 +25,24 @@ from .scene import read_scene
 from .spaces import to_action_space
 
 MAX_JOINT_SPEED = 0.6  # rad/s of model time
+MAX_TOOL_SPEED = 0.3  # m/s of model time
+CHUNK_SHARE = 0.25  # of the error seen, covered by one delta or velocity chunk
+ARRIVING_TIME_S = 0.25  # model s: absolute plans slow down exponentially into the goal
+SETTLE_RADIUS = 0.005  # m: closer than this the plan stands still
 DAMPING = 0.05
-NULLSPACE_GAIN = 0.05  # per step, toward HOME, so the redundant joint does not wander
+NULLSPACE_RATE = 0.2  # 1/s of model time toward HOME; slow, so it is damped under the delay
 GRASP_RADIUS = 0.03
 GRIPPER_SPEED = 2.0  # full stroke per 0.5 s of model time
 NOISE_SIGMA = 0.003  # rad
 NOISE_CORRELATION = 0.8  # step to step, so the noise is smooth rather than jitter
 JACOBIAN_EVERY = 4  # steps; it changes little over 4 capped steps and costs 0.3 ms each
+INTEGRATING_SPACES = ('joint_delta', 'joint_velocity')
 
 
 def smooth_noise(rng: np.random.Generator, steps: int, dims: int,
                  sigma: float = NOISE_SIGMA, correlation: float = NOISE_CORRELATION
                  ) -> np.ndarray:
-    """AR(1) noise, shape (steps, dims), with stationary standard deviation `sigma`."""
+    """Return AR(1) noise, shape (steps, dims), with stationary standard deviation `sigma`."""
     white = rng.standard_normal((steps, dims)) * sigma
     noise = np.empty_like(white)
     previous = white[0]
@@ -40,23 +53,55 @@ def smooth_noise(rng: np.random.Generator, steps: int, dims: int,
     return noise
 
 
+def chunk_noise(rng: np.random.Generator, steps: int, dims: int) -> np.ndarray:
+    """Return smooth noise that fades out at both ends of the chunk."""
+    # Zero-ended, it leaves no offset behind: integrated over many chunks it cannot wander.
+    window = np.sin(np.pi * np.arange(1, steps + 1) / (steps + 1))
+    return smooth_noise(rng, steps, dims) * window[:, None]
+
+
+def tool_path(start: np.ndarray, goal: np.ndarray, steps: int, period_s: float,
+              integrating: bool) -> np.ndarray:
+    """Return the tool's reference position after each step, shape (steps, 3)."""
+    error = goal - start
+    distance = float(np.linalg.norm(error))
+    if distance <= SETTLE_RADIUS:
+        return np.repeat(start[None, :], steps, axis=0)
+    direction = error / distance
+    if integrating:
+        # Constant speed: the chunk covers its share of the error seen, and no more.
+        speed = min(MAX_TOOL_SPEED, distance * CHUNK_SHARE / (steps * period_s))
+        travel = np.minimum(speed * period_s * np.arange(1, steps + 1), distance)
+        return start + travel[:, None] * direction
+    path, covered = [], 0.0
+    for _ in range(steps):
+        left = distance - covered
+        covered += min(left, MAX_TOOL_SPEED * period_s, left * period_s / ARRIVING_TIME_S)
+        path.append(start + covered * direction)
+    return np.array(path)
+
+
 def plan_reach(q0: np.ndarray, gripper0: float, goal: np.ndarray, steps: int,
-               period_s: float) -> tuple[np.ndarray, np.ndarray]:
-    """Joint targets (steps + 1 rows, row 0 = q0 clamped) and gripper per step toward `goal`."""
+               period_s: float, integrating: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Return joint targets (steps + 1 rows, row 0 = q0 clamped) and gripper per step."""
     q = arm_model.clamp_to_limits(q0)
+    tool = arm_model.tool_position(q)
+    path = tool_path(tool, goal, steps, period_s, integrating)
+    settled = float(np.linalg.norm(goal - tool)) <= SETTLE_RADIUS
     targets, grip = [q], []
     gripper, max_step = gripper0, MAX_JOINT_SPEED * period_s
     eye = np.eye(q.size)
-    tool = arm_model.tool_position(q)
     for i in range(steps):
-        if i % JACOBIAN_EVERY == 0:
-            jac = arm_model.position_jacobian(q)
-            pinv = jac.T @ np.linalg.inv(jac @ jac.T + DAMPING ** 2 * np.eye(3))
-            nullspace = eye - pinv @ jac
-        dq = pinv @ (goal - tool) + NULLSPACE_GAIN * nullspace @ (arm_model.HOME - q)
-        dq /= max(1.0, float(np.abs(dq).max()) / max_step)
-        q = arm_model.clamp_to_limits(q + dq)
-        tool = arm_model.tool_position(q)
+        if not settled:
+            if i % JACOBIAN_EVERY == 0:
+                jac = arm_model.position_jacobian(q)
+                pinv = jac.T @ np.linalg.inv(jac @ jac.T + DAMPING ** 2 * np.eye(3))
+                nullspace = eye - pinv @ jac
+            dq = pinv @ (path[i] - tool) \
+                + NULLSPACE_RATE * period_s * nullspace @ (arm_model.HOME - q)
+            dq /= max(1.0, float(np.abs(dq).max()) / max_step)
+            q = arm_model.clamp_to_limits(q + dq)
+            tool = arm_model.tool_position(q)
         if np.linalg.norm(goal - tool) <= GRASP_RADIUS:
             gripper = min(1.0, gripper + GRIPPER_SPEED * period_s)
         targets.append(q)
@@ -72,7 +117,7 @@ class ReferencePolicy:
 
     def act(self, observation: dict[str, Any], options: dict[str, Any],
             rng: np.random.Generator) -> tuple[np.ndarray, list[str]]:
-        """One chunk of `options['action_horizon']` steps in the profile's action space."""
+        """Return one chunk of `options['action_horizon']` steps in the profile's space."""
         steps = int(options['action_horizon'])
         proprioception = observation['proprioception']
         q0 = np.asarray(proprioception['joint_positions'], dtype=float)
@@ -87,9 +132,11 @@ class ReferencePolicy:
             warnings = [f'{problem}: holding position']
         else:
             goal = np.array([*scene.target_xy, arm_model.HOVER_Z])
-            targets, grip = plan_reach(q0, gripper0, goal, steps, 1.0 / self.profile.native_hz)
+            integrating = self.profile.action_space in INTEGRATING_SPACES
+            targets, grip = plan_reach(q0, gripper0, goal, steps, 1.0 / self.profile.native_hz,
+                                       integrating)
             targets[1:] = arm_model.clamp_to_limits(
-                targets[1:] + smooth_noise(rng, steps, q0.size))
+                targets[1:] + chunk_noise(rng, steps, q0.size))
             warnings = []
         rows = to_action_space(self.profile.action_space, targets, grip, self.profile.control_hz)
         return rows, warnings

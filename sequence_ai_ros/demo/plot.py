@@ -1,0 +1,138 @@
+"""The demo's picture: per run, joints, task distance and chunk latency on one time axis."""
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+import numpy as np
+
+from sequence_ai_ros.arm_model import HOVER_Z, tool_position
+
+from . import analysis
+
+ARM = analysis.ARM_JOINTS
+UNDERRUN = '#d62728'
+SEAM = '0.45'
+LEAD_S = 0.5  # model seconds shown before the first action: the arm at rest
+
+
+def render(runs: Sequence[Any], path: Path, *, title: str, scale: float, chunk_s: float,
+           join: str, target: Sequence[float]) -> None:
+    """Draw each run (a runner.Run) as a column of three panels and write a PNG to `path`."""
+    width, height, single = 7.5 * len(runs), 9.0, len(runs) == 1
+    fig = Figure(figsize=(width, height), dpi=110)
+    # Margins in inches, set by hand: the layout engines and outside legends of newer
+    # matplotlib are missing from Jammy's (3.5), which a Humble machine has.
+    fig.subplots_adjust(left=0.8 / width, right=1 - 0.15 / width,
+                        top=1 - (0.95 if single else 0.75) / height,
+                        bottom=(1.15 if single else 0.95) / height, hspace=0.12, wspace=0.04)
+    axes = fig.subplots(3, len(runs), sharex=True, sharey='row', squeeze=False,
+                        gridspec_kw={'height_ratios': [3.0, 1.3, 1.3]})
+    end = max(_end(run, scale) for run in runs)
+    for column, run in enumerate(runs):
+        _draw_run(axes[:, column], run, scale, chunk_s, join, target)
+        axes[-1, column].set_xlabel('time since the first action (model s)')
+        axes[0, column].set_xlim(-LEAD_S, end)
+    axes[0, 0].set_ylabel('joint position (rad)')
+    axes[1, 0].set_ylabel('tool to target (cm)')
+    axes[2, 0].set_ylabel('chunk latency (s)')
+    fig.suptitle(title.replace(', ', ',\n', 1) if single else title)
+    fig.legend(handles=_legend(), loc='lower center', ncol=4 if single else 12,
+               fontsize='small', frameon=False)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+
+
+def _end(run: Any, scale: float) -> float:
+    data, played = run.data, analysis.actions(run.data)
+    if not played:
+        return 1.0
+    last = data.outcome_time or played[-1][0]
+    return (last - played[0][0]) / scale + LEAD_S
+
+
+def _draw_run(axes: Any, run: Any, scale: float, chunk_s: float, join: str,
+              target: Sequence[float]) -> None:
+    joints_ax, distance_ax, latency_ax = axes
+    data = run.data
+    played = analysis.actions(data)
+    t0 = played[0][0] if played else 0.0
+
+    def model_s(times: Any) -> np.ndarray:
+        return (np.asarray(times, dtype=float) - t0) / scale
+
+    for start, stop in analysis.underruns(data):
+        for ax in axes:
+            ax.axvspan(model_s(start), model_s(stop), color=UNDERRUN, alpha=0.15, lw=0)
+    seams = analysis.seams(data, join)
+    for seam in seams:
+        for ax in axes:
+            ax.axvline(float(model_s(seam.time)), color=SEAM, lw=0.6, ls=':')
+
+    colors = [f'C{j}' for j in range(ARM)]
+    if data.joint_states:
+        measured = np.array([p[:ARM] for _, p in data.joint_states])
+        times = model_s([t for t, _ in data.joint_states])
+        keep = times >= -LEAD_S
+        for j in range(ARM):
+            joints_ax.plot(times[keep], measured[keep, j], color=colors[j], lw=1.4)
+    if played:
+        commanded = np.array([p[:ARM] for _, p in played])
+        times = model_s([t for t, _ in played])
+        for j in range(ARM):
+            joints_ax.plot(times, commanded[:, j], color=colors[j], lw=1.0, ls=(0, (3, 2)))
+        marks = [seam.index for seam in seams]
+        joints_ax.plot(np.repeat(times[marks], ARM), commanded[marks].ravel(), 'k|', ms=7)
+    joints_ax.set_title(_headline(run, scale), fontsize='medium')
+    joints_ax.grid(alpha=0.3)
+
+    if data.joint_states:
+        # From the measured joints (100 Hz) rather than the sim's 10 Hz topic: the same number.
+        hover = np.array([target[0], target[1], HOVER_Z])
+        times = model_s([t for t, _ in data.joint_states])
+        shown = np.nonzero(times >= -LEAD_S)[0]
+        distance = [100.0 * np.linalg.norm(tool_position(data.joint_states[i][1][:ARM]) - hover)
+                    for i in shown]
+        distance_ax.plot(times[shown], distance, color='k', lw=1.4)
+    if run.final_distance is not None:
+        distance_ax.annotate(f'final {100 * run.final_distance:.1f} cm', xy=(1.0, 1.0),
+                             xycoords='axes fraction', ha='right', va='top',
+                             fontsize='small')
+    distance_ax.set_ylim(bottom=0.0)
+    distance_ax.grid(alpha=0.3)
+
+    if data.chunks:
+        arrivals = model_s([t for t, _ in data.chunks])
+        latency = np.array([e.get('latency_s') or 0.0 for _, e in data.chunks]) / scale
+        latency_ax.vlines(arrivals, 0.0, latency, color='C0', lw=2.0)
+        latency_ax.plot(arrivals, latency, 'o', color='C0', ms=4)
+    latency_ax.axhline(chunk_s, color='k', lw=0.8, ls='--')
+    latency_ax.annotate(f'one chunk: {chunk_s:.2f} s', xy=(0.0, chunk_s),
+                        xycoords=('axes fraction', 'data'), xytext=(3, 3),
+                        textcoords='offset points', fontsize='small')
+    latency_ax.set_ylim(bottom=0.0)
+    latency_ax.grid(alpha=0.3)
+
+
+def _headline(run: Any, scale: float) -> str:
+    outcome = run.data.outcome or {}
+    moving = outcome.get('moving_fraction')
+    moving_text = 'n/a' if moving is None else f'{100 * moving:.0f}%'
+    return (f'{run.label}: {outcome.get("actions", 0)} actions, {outcome.get("chunks", 0)} '
+            f'chunks, {outcome.get("underruns", 0)} underruns, moving {moving_text}')
+
+
+def _legend() -> list[Any]:
+    handles: list[Any] = [
+        Line2D([], [], color='0.3', lw=1.4, label='measured'),
+        Line2D([], [], color='0.3', lw=1.0, ls=(0, (3, 2)), label='commanded'),
+        Line2D([], [], color=SEAM, lw=0.6, ls=':', label='seam: the next chunk starts'),
+        Line2D([], [], color='k', marker='|', ls='', ms=7, label='command at a seam'),
+        Patch(color=UNDERRUN, alpha=0.15, label='underrun (holding)'),
+    ]
+    handles += [Line2D([], [], color=f'C{j}', lw=2.0, label=f'joint {j + 1}')
+                for j in range(ARM)]
+    return handles

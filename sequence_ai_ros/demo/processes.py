@@ -1,0 +1,75 @@
+"""The simulated arm and the policy node as child processes, each with its own log file."""
+
+from collections.abc import Mapping, Sequence
+import os
+from pathlib import Path
+import random
+import subprocess
+import sys
+
+import sequence_ai_ros
+
+# Where `python -m sequence_ai_ros...` finds the package, checkout or install alike.
+_PACKAGE_PARENT = str(Path(sequence_ai_ros.__file__).resolve().parents[1])
+
+
+def localhost_discovery() -> dict[str, str]:
+    """Return the variables that keep DDS discovery on this machine."""
+    # Humble's switch is ROS_LOCALHOST_ONLY; later distributions read the range (and warn
+    # about the old switch, so it is only set for Humble).
+    if os.environ.get('ROS_DISTRO') == 'humble':
+        return {'ROS_LOCALHOST_ONLY': '1', 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'}
+    return {'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'}
+
+
+def ros_environment(domain_id: int, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Return this process's environment on a private ROS domain, discovery on loopback only."""
+    env = dict(os.environ)
+    env.update(ROS_DOMAIN_ID=str(domain_id), PYTHONUNBUFFERED='1', **localhost_discovery())
+    env['PYTHONPATH'] = os.pathsep.join(filter(None, [_PACKAGE_PARENT, env.get('PYTHONPATH')]))
+    env.update(extra or {})
+    return env
+
+
+def random_domain_id() -> int:
+    """Return a ROS domain id unlikely to be in use (ids 1..100 stay clear of port limits)."""
+    return random.SystemRandom().randint(1, 100)
+
+
+class ChildProcess:
+    """One child (`python -m module args`), output to `log_path`, stopped politely then hard."""
+
+    def __init__(self, name: str, module: str, args: Sequence[str], env: Mapping[str, str],
+                 log_path: Path) -> None:
+        self.name = name
+        self.command = [sys.executable, '-m', module, *args]
+        self.log_path = log_path
+        self._log = open(log_path, 'wb')
+        # A session of its own: Ctrl-C in the terminal reaches only the demo, which then stops
+        # its children in order (the node first, so that it leaves the arm holding).
+        self.proc = subprocess.Popen(self.command, env=dict(env), stdout=self._log,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
+
+    def running(self) -> bool:
+        """Return whether the process is alive."""
+        return self.proc.poll() is None
+
+    def stop(self, timeout_s: float = 8.0) -> int:
+        """Send SIGTERM (the nodes treat it as Ctrl-C), then SIGKILL; return the exit code."""
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+        return self.proc.returncode
+
+    def log_tail(self, lines: int = 25) -> str:
+        """Return the last `lines` lines the process wrote."""
+        try:
+            text = self.log_path.read_text(encoding='utf-8', errors='replace')
+        except OSError:
+            return ''
+        return '\n'.join(text.splitlines()[-lines:])

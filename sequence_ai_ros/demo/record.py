@@ -1,0 +1,166 @@
+"""The demo's own ROS node: drive the policy node's lifecycle and record what the loop does."""
+
+import json
+import os
+import threading
+import time
+from typing import Any
+
+from diagnostic_msgs.msg import DiagnosticArray
+from lifecycle_msgs.msg import Transition
+from lifecycle_msgs.srv import ChangeState, GetState
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64, String
+from trajectory_msgs.msg import JointTrajectory
+
+from sequence_ai_ros.sim.arm import JOINT_NAMES
+
+from .analysis import Recording
+from .processes import localhost_discovery
+
+RELIABLE = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+COMMAND_TOPIC = 'joint_trajectory_controller/joint_trajectory'
+NODE = 'policy_node'
+SIM = 'sim_arm'
+_GOALS = {Transition.TRANSITION_CONFIGURE: 'inactive', Transition.TRANSITION_ACTIVATE: 'active'}
+
+
+class RosSide:
+    """A private rclpy context on the demo's domain, spun on a background thread."""
+
+    def __init__(self, domain_id: int) -> None:
+        # Read by DDS when the context starts: the same loopback-only discovery as the children.
+        os.environ.update(localhost_discovery())
+        self.context = rclpy.Context()
+        try:
+            from rclpy.signals import SignalHandlerOptions
+            # Ctrl-C must reach the demo's own clean-up, not shut this context down first.
+            rclpy.init(context=self.context, domain_id=domain_id,
+                       signal_handler_options=SignalHandlerOptions.NO)
+        except ImportError:
+            rclpy.init(context=self.context, domain_id=domain_id)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self._running = True
+        self._thread = threading.Thread(target=self._spin, name='demo-ros', daemon=True)
+        self._thread.start()
+
+    def _spin(self) -> None:
+        while self._running and self.context.ok():
+            self.executor.spin_once(timeout_sec=0.05)
+
+    def close(self) -> None:
+        """Stop spinning and shut the context down."""
+        self._running = False
+        self._thread.join(5.0)
+        self.executor.shutdown()
+        if self.context.ok():
+            rclpy.shutdown(context=self.context)
+
+
+class Recorder:
+    """Subscribes to one namespace's loop and calls its policy node's lifecycle services."""
+
+    def __init__(self, ros: RosSide, namespace: str) -> None:
+        self.ros = ros
+        self.ns = namespace.rstrip('/')
+        self.data = Recording()
+        self._joint_index: tuple[tuple[str, ...], list[int]] = ((), [])
+        self.node = rclpy.create_node('demo_recorder', context=ros.context)
+        node, ns = self.node, self.ns
+        node.create_subscription(JointTrajectory, f'{ns}/{COMMAND_TOPIC}', self._on_command,
+                                 RELIABLE)
+        node.create_subscription(JointState, f'{ns}/joint_states', self._on_joints,
+                                 qos_profile_sensor_data)
+        node.create_subscription(String, f'{ns}/{NODE}/chunks', self._on_chunk, RELIABLE)
+        node.create_subscription(String, f'{ns}/{NODE}/episode_outcome', self._on_outcome,
+                                 RELIABLE)
+        node.create_subscription(Float64, f'{ns}/{SIM}/task_distance', self._on_distance, 10)
+        node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics, 10)
+        self._change: Any = node.create_client(ChangeState, f'{ns}/{NODE}/change_state')
+        self._get: Any = node.create_client(GetState, f'{ns}/{NODE}/get_state')
+        ros.executor.add_node(node)
+
+    def close(self) -> None:
+        """Remove the recorder's node (the recording stays)."""
+        self.ros.executor.remove_node(self.node)
+        self.node.destroy_node()
+
+    # -- the lifecycle ---------------------------------------------------------------------
+
+    def wait_for_node(self, timeout_s: float) -> bool:
+        """Wait until the policy node's lifecycle services answer requests."""
+        if not self._change.wait_for_service(timeout_sec=timeout_s):
+            return False
+        # The service shows up before its reply reader has matched ours: a request sent at
+        # once can lose its answer.
+        time.sleep(0.3)
+        return True
+
+    def transition(self, transition_id: int, timeout_s: float) -> bool:
+        """Request a lifecycle transition; a lost answer is recovered by reading the state."""
+        request = ChangeState.Request()
+        request.transition = Transition(id=transition_id)
+        try:
+            return bool(self._call(self._change, request, timeout_s).success)
+        except TimeoutError:
+            return self.state(5.0) == _GOALS.get(transition_id)
+
+    def state(self, timeout_s: float) -> str:
+        """Return the policy node's lifecycle state label, or '' if it does not answer."""
+        try:
+            return str(self._call(self._get, GetState.Request(), timeout_s).current_state.label)
+        except TimeoutError:
+            return ''
+
+    def _call(self, client: Any, request: Any, timeout_s: float) -> Any:
+        future = client.call_async(request)
+        deadline = time.monotonic() + timeout_s
+        while not future.done():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f'{client.srv_name} did not answer')
+            time.sleep(0.01)
+        return future.result()
+
+    # -- what the loop publishes -------------------------------------------------------------
+
+    def _on_command(self, msg: JointTrajectory) -> None:
+        if msg.points:
+            point = msg.points[0]
+            self.data.commands.append((time.monotonic(), tuple(point.positions),
+                                       tuple(point.velocities)))
+
+    def _on_joints(self, msg: JointState) -> None:
+        names = tuple(msg.name)
+        if names != self._joint_index[0]:
+            if not set(JOINT_NAMES) <= set(names):
+                return
+            self._joint_index = (names, [names.index(n) for n in JOINT_NAMES])
+        positions = msg.position
+        self.data.joint_states.append(
+            (time.monotonic(), tuple(positions[i] for i in self._joint_index[1])))
+
+    def _on_chunk(self, msg: String) -> None:
+        self.data.chunks.append((time.monotonic(), json.loads(msg.data)))
+
+    def _on_outcome(self, msg: String) -> None:
+        if self.data.outcome is None:
+            self.data.outcome_time = time.monotonic()
+            self.data.outcome = json.loads(msg.data)
+
+    def _on_distance(self, msg: Float64) -> None:
+        self.data.distances.append((time.monotonic(), float(msg.data)))
+
+    def _on_diagnostics(self, msg: DiagnosticArray) -> None:
+        for status in msg.status:
+            if status.hardware_id != f'{self.ns}/{NODE}':
+                continue
+            part = status.name.rsplit(': ', 1)[-1]
+            if part == 'gateway':
+                values = {kv.key: kv.value for kv in status.values}
+                eta = values.get('warming ETA (s)', 'n/a')
+                self.data.warming_eta_s = None if eta == 'n/a' else float(eta)
+            elif part == 'episode':
+                self.data.episode_message = status.message
