@@ -1,0 +1,264 @@
+"""Numbers, table, targets and the RESULTS.md section of the chunk-engine bench.
+
+Every loop is measured by the same code from its Trace (act() and observe() times on one
+clock), so the published client, the naive loop and ours are compared on one definition.
+Durations are reported in model seconds (wall seconds / time scale), so they read against the
+catalogue's figures whatever the scale.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from _engine_loops import RunRecord
+from _engine_world import ABSOLUTE_SPACES, STALL_PERIODS
+import numpy as np
+
+from sequence_ai_ros.client.latency import quantile
+from sequence_ai_ros.gateway.catalogue import ModelProfile
+from sequence_ai_ros.gateway.latency import LatencySampler
+
+SECTION = '## Chunk engine vs the published client'
+OURS = ('append', 'aligned')
+
+
+@dataclass
+class Row:
+    """One run's numbers (model seconds)."""
+
+    profile: str
+    scenario: str
+    loop: str
+    actions: int
+    moving: float
+    underruns: int
+    underrun_s: float
+    seam: float | None
+    age_p50: float | None
+    age_max: float | None
+    requests: int
+    requests_per_s: float
+    requests_per_arm_s: float
+    elapsed_s: float
+    step_fraction: float | None = None
+    own_moving: float | None = None
+    stale: int | None = None
+    latency_p50: float | None = None
+    latency_p99: float | None = None
+
+
+def measure(record: RunRecord, profile: ModelProfile, scenario: str, scale: float,
+            step_at: float | None = None) -> Row:
+    """The row for one run, from its trace."""
+    trace = record.trace
+    period = trace.period_s
+    stalls = trace.stalls()
+    commanded = len(trace.acted) * period
+    underrun = sum(stalls)
+    elapsed = trace.acted[-1] + period - trace.observed[0]
+    absolute = profile.action_space in ABSOLUTE_SPACES
+    row = Row(
+        profile=profile.name, scenario=scenario, loop=record.loop, actions=len(trace.acted),
+        moving=commanded / (commanded + underrun), underruns=len(stalls),
+        underrun_s=underrun / scale,
+        seam=max(trace.seams, default=0.0) if absolute else None,
+        age_p50=_scaled(quantile(trace.ages, 0.5), scale),
+        age_max=_scaled(max(trace.ages, default=None), scale),
+        requests=len(trace.observed), requests_per_s=len(trace.observed) / elapsed * scale,
+        requests_per_arm_s=len(trace.observed) / commanded * scale, elapsed_s=elapsed)
+    if step_at is not None:
+        row.step_fraction = sum(t < step_at for t in trace.acted) / len(trace.acted)
+    if record.own_underrun_s is not None:
+        row.own_moving = commanded / (commanded + record.own_underrun_s)
+    latencies = record.latencies
+    out = record.outcome
+    if out is not None:
+        row.stale = out.stale_chunks
+        row.latency_p50 = _scaled(out.latency_p50_s, scale)
+        row.latency_p99 = _scaled(out.latency_p99_s, scale)
+    elif latencies:
+        row.latency_p50 = _scaled(quantile(latencies, 0.5), scale)
+        row.latency_p99 = _scaled(quantile(latencies, 0.99), scale)
+    return row
+
+
+def _scaled(value: float | None, scale: float) -> float | None:
+    return None if value is None else value / scale
+
+
+def scenario_p99(profile: ModelProfile, scenario: str, draws: int = 100_000) -> float:
+    """p99 of the gateway's latency distribution for a profile (model s), by sampling it.
+
+    `step` is pooled half before and half after the step, as in a run whose middle it hits.
+    """
+    now = [0.0]
+    sampler = LatencySampler(scenario, 1.0, step_after_s=1.0, seed=1, clock=lambda: now[0])
+    samples = []
+    for i in range(draws):
+        now[0] = 2.0 if i >= draws // 2 else 0.0
+        samples.append(sampler.sample(profile))
+    return float(np.quantile(samples, 0.99))
+
+
+# -- the table --------------------------------------------------------------------------------
+
+
+def _pct(value: float) -> str:
+    return f'{100 * value:.1f}%'
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    return '-' if value is None else f'{value:.{digits}f}'
+
+
+def table(rows: list[Row]) -> str:
+    """The markdown table of every run."""
+    lines = ['| profile | scenario | loop | moving | underruns | underrun s | moving, own '
+             'account | max seam (rad) | obs age p50 / max (s) | req/s | req per arm-s |',
+             '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|']
+    for r in rows:
+        own = '-' if r.own_moving is None else _pct(r.own_moving)
+        lines.append(
+            f'| {r.profile} | {r.scenario} | {r.loop} | {_pct(r.moving)} | {r.underruns} '
+            f'| {r.underrun_s:.2f} | {own} | {_num(r.seam, 3)} '
+            f'| {_num(r.age_p50)} / {_num(r.age_max)} | {r.requests_per_s:.2f} '
+            f'| {r.requests_per_arm_s:.2f} |')
+    return '\n'.join(lines)
+
+
+def comparisons(rows: list[Row], chunk_s: dict[str, float]) -> list[str]:
+    """One line per profile and scenario: the ratios measured in this run."""
+    lines = []
+    for (profile, scenario), group in _groups(rows).items():
+        parts = [f'{loop} {_pct(group[loop].moving)}' for loop in group]
+        line = f'- {profile} / {scenario}: moving ' + ', '.join(parts)
+        pub, app = group.get('published'), group.get('append')
+        if pub and app:
+            line += f'; append/published moving x{app.moving / pub.moving:.2f}'
+            line += (f', requests per arm-s append {app.requests_per_arm_s:.2f} vs published '
+                     f'{pub.requests_per_arm_s:.2f}')
+        ali = group.get('aligned')
+        if pub and ali and ali.seam is not None and pub.seam:
+            line += f'; seam aligned/published {ali.seam / pub.seam:.2f}'
+        naive = group.get('naive')
+        if naive and naive.latency_p50 is not None:
+            expected = chunk_s[profile] / (chunk_s[profile] + naive.latency_p50)
+            line += f'; naive expected C/(C+L50) {_pct(expected)}'
+        stale = [f'{r.loop} {r.stale}' for r in group.values() if r.stale]
+        if stale:
+            line += f'; stale (dropped) chunks: {", ".join(stale)}'
+        seen = [r for r in group.values() if r.latency_p50 is not None]
+        if seen:
+            lat = ', '.join(f'{r.loop} {r.latency_p50:.2f}/{r.latency_p99:.2f}' for r in seen)
+            line += f'; latency p50/p99 s: {lat}'
+        steps = [r.step_fraction for r in group.values() if r.step_fraction is not None]
+        if steps:
+            line += (f'; step hit after {100 * min(steps):.0f}-{100 * max(steps):.0f}% of '
+                     'the actions')
+        lines.append(line)
+    return lines
+
+
+def _groups(rows: list[Row]) -> dict[tuple[str, str], dict[str, Row]]:
+    groups: dict[tuple[str, str], dict[str, Row]] = {}
+    for r in rows:
+        groups.setdefault((r.profile, r.scenario), {})[r.loop] = r
+    return groups
+
+
+# -- the issue's targets ----------------------------------------------------------------------
+
+
+def targets(rows: list[Row], chunk_s: dict[str, float],
+            p99: dict[tuple[str, str], float]) -> list[str]:
+    """Each of issue #4's targets, MET or NOT MET, with the numbers behind it."""
+    groups = _groups(rows)
+    lines = []
+    # 1. >= 99 % moving where p99 < chunk, and never below the published client.
+    for join in OURS:
+        fast_enough = [(k, g) for k, g in groups.items()
+                       if join in g and p99[k] < chunk_s[k[0]]]
+        misses = [f'{k[0]}/{k[1]} {_pct(g[join].moving)}{_own(g[join])}'
+                  for k, g in fast_enough if g[join].moving < 0.99]
+        lines.append(_verdict(
+            not misses if fast_enough else None,
+            f'{join}: >= 99% moving wherever p99 latency < chunk '
+            f'({len(fast_enough)} profile/scenario pairs)', misses))
+        compared = [(k, g) for k, g in groups.items() if join in g and 'published' in g]
+        below = [f'{k[0]}/{k[1]} {_pct(g[join].moving)}{_own(g[join])} < '
+                 f'{_pct(g["published"].moving)}{_own(g["published"])} '
+                 f'({100 * (g[join].moving - g["published"].moving):+.2f} pp)'
+                 for k, g in compared if g[join].moving < g['published'].moving]
+        lines.append(_verdict(not below if compared else None,
+                              f'{join}: never below the published client '
+                              f'({len(compared)} pairs)', below))
+    # 2. lingbot-vla-v2-6b at ~0.79 s: append >= 95 % moving, no more requests per arm-s.
+    g = groups.get(('lingbot-vla-v2-6b', 'steady'), {})
+    if 'append' in g and 'published' in g:
+        app, pub = g['append'], g['published']
+        ok = app.moving >= 0.95 and app.requests_per_arm_s <= pub.requests_per_arm_s + 1e-9
+        lines.append(_verdict(ok, (
+            f'lingbot-vla-v2-6b steady: append {_pct(app.moving)} moving (target >= 95%; '
+            f'published {_pct(pub.moving)}), requests per arm-s {app.requests_per_arm_s:.2f} '
+            f'vs published {pub.requests_per_arm_s:.2f} ({app.requests} vs {pub.requests} '
+            f'requests for {app.actions} actions)'), []))
+    # 3. aligned on absolute profiles: max seam at most half the published client's.
+    pairs = [(k, g) for k, g in groups.items() if 'aligned' in g and 'published' in g
+             and g['aligned'].seam is not None]
+    if pairs:
+        misses = [f'{k[0]}/{k[1]} {g["aligned"].seam:.3f} vs {g["published"].seam:.3f}'
+                  for k, g in pairs if g['aligned'].seam > 0.5 * g['published'].seam]
+        detail = ', '.join(f'{k[0]}/{k[1]} {g["aligned"].seam:.3f} vs '
+                           f'{g["published"].seam:.3f}' for k, g in pairs)
+        lines.append(_verdict(not misses, 'aligned: max seam jump <= half the published '
+                              f"client's on absolute profiles ({detail})", misses))
+    return lines
+
+
+def _own(row: Row) -> str:
+    return '' if row.own_moving is None else f' (own account {_pct(row.own_moving)})'
+
+
+def _verdict(ok: bool | None, what: str, misses: list[str]) -> str:
+    tail = f' -- missed: {"; ".join(misses)}' if misses else ''
+    word = 'N/A (no such pair in this run)' if ok is None else 'MET' if ok else 'NOT MET'
+    return f'- **{word}** {what}{tail}'
+
+
+# -- RESULTS.md -------------------------------------------------------------------------------
+
+
+def definitions(scale: float, chunks: int, max_inflight: int) -> str:
+    """How the columns are measured."""
+    return (
+        f"Every run executes the same number of actions per profile ({chunks} chunks' worth) "
+        'and is measured by the same code from act()/observe() timestamps on one clock. '
+        f'Durations and rates are in model seconds (wall / {scale:g}). '
+        f'**moving** = commanded time / (commanded + underrun time); an **underrun** is a gap '
+        f'between two act() calls longer than {STALL_PERIODS:g} control periods, counted as '
+        'gap - 1 period. **max seam** = largest joint jump (rad, gripper excluded) between the '
+        'last action of one chunk and the first executed action of the next (absolute '
+        'profiles only: '
+        'cosmos3 joint_absolute, lingbot-vla joint_position). **obs age** = execution time '
+        "minus the capture time of the observation the action's chunk was computed from. "
+        "**moving, own account** = the same ratio from the loop's own underrun time (ours "
+        'and the published client: RunOutcome.underrun_s; naive: its request time), which '
+        'leaves out late control ticks (scheduling on this 2-core machine, where the gateway '
+        'runs too) that the act() timestamps see. '
+        '**req/s** = requests (= observations sent) per second of run; **req per arm-s** = '
+        'requests per second of commanded motion. Ours runs with '
+        f'max_inflight={max_inflight}, smooth_seam=0; the published client with its defaults '
+        '(prefetch on, one request in flight). All loops get validate=lambda a: True.')
+
+
+def write_section(path: Path, body: str) -> None:
+    """Replace (or add) this bench's section of RESULTS.md, leaving other sections alone."""
+    text = path.read_text(encoding='utf-8') if path.exists() else '# Benchmark results\n'
+    section = f'{SECTION}\n\n{body.strip()}\n'
+    start = text.find(SECTION)
+    if start < 0:
+        text = text.rstrip('\n') + '\n\n' + section
+    else:
+        end = text.find('\n## ', start + len(SECTION))
+        text = text[:start] + section + (text[end:] if end >= 0 else '')
+    path.write_text(text, encoding='utf-8')
+
