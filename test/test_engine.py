@@ -25,7 +25,7 @@ def check_invariants(result, engine):
     assert stats.actions == len(result.played)
     assert stats.actions + result.starved_ticks == len(result.tick_times)
     assert stats.requests == stats.chunks + stats.stale_chunks + stats.failed_requests + \
-        engine.inflight
+        engine.inflight + engine.parked
 
 
 def steady(latency):
@@ -104,6 +104,39 @@ def test_out_of_order_reply_never_overrides_newer_plan():
     check_invariants(result, engine)
     assert engine.stats.stale_chunks >= 1
     assert all(step.chunk != 2 for step in result.played)
+
+
+def test_append_joins_out_of_order_replies_in_observation_order_and_wastes_none():
+    # Request 2 is slower than request 3: 3 waits for 2 instead of being thrown away.
+    engine = ChunkEngine(join='append', max_inflight=3)
+    result = simulate(engine, steps=15, hz=30, ticks=600,
+                      latency=lambda t, now: 0.9 if t == 2 else 0.6)
+    check_invariants(result, engine)
+    assert engine.stats.stale_chunks == 0
+    played_chunks = [s.chunk for s in result.played]
+    assert 2 in played_chunks and 3 in played_chunks
+    assert played_chunks.index(2) < played_chunks.index(3)
+
+
+def test_a_late_request_gets_a_backup_instead_of_starving_the_arm():
+    # Request 3 hangs for 10 s; coverage stops counting it once it is overdue.
+    engine = ChunkEngine(join='append', max_inflight=2)
+    result = simulate(engine, steps=15, hz=15, ticks=300,
+                      latency=lambda t, now: 10.0 if t == 3 else 0.3)
+    check_invariants(result, engine)
+    assert engine.stats.underruns <= 1
+    assert len(result.played) > 250
+
+
+def test_aligned_chunk_wholly_in_the_past_does_not_empty_the_plan():
+    engine = ChunkEngine(join='aligned', max_inflight=2)
+    first = engine.request_started(0.0)
+    engine.chunk_arrived(first, make_chunk(first, 30, 15), 0.1)
+    late = engine.request_started(0.2)
+    assert engine.next_action(0.2) is not None
+    engine.chunk_arrived(late, make_chunk(late, 5, 15), 1.0)  # steps due 0.2..0.47: all past
+    assert engine.buffered > 0
+    assert engine.next_action(1.0).chunk == first
 
 
 def test_failed_requests_are_counted_and_plan_continues():

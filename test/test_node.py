@@ -110,6 +110,7 @@ def test_underrun_holds_calls_hold_service_then_resumes(slow_gateway, launch):
     result = outcome(robot, timeout=30)
     assert result['outcome'] == 'completed' and result['actions'] == 45
     assert result['underruns'] >= 2
+    assert wait_until(lambda: len(points(robot)) >= 45 + result['underruns'], 5)
     sent = points(robot)
     holds = [i for i, p in enumerate(sent) if is_hold(p)]
     assert len(holds) == result['underruns']

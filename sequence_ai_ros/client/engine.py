@@ -50,6 +50,14 @@ class PlannedStep:
 
 
 @dataclass
+class _Arrival:
+    chunk: ActionChunk
+    capture: float
+    time: float
+    server_ms: float | None
+
+
+@dataclass
 class EngineStats:
     """Counters that add up: every action played is counted once, every request once."""
 
@@ -102,6 +110,7 @@ class ChunkEngine:
         self._warn = warn
         self._plan: deque[PlannedStep] = deque()
         self._inflight: dict[int, float] = {}
+        self._parked: dict[int, _Arrival] = {}
         self._next_ticket = 0
         self._newest_applied = -1
         self._chunk_hz: float | None = None
@@ -129,6 +138,11 @@ class ChunkEngine:
         """Requests started and not yet arrived or failed."""
         return len(self._inflight)
 
+    @property
+    def parked(self) -> int:
+        """Chunks in hand that wait for an older request (append mode keeps order)."""
+        return len(self._parked)
+
     def buffered_seconds(self, now: float) -> float:
         """Seconds of motion left in the plan at `now`."""
         if not self._plan:
@@ -139,16 +153,23 @@ class ChunkEngine:
         return len(self._plan) * self.period
 
     def committed_steps(self) -> int:
-        """Steps buffered plus those the in-flight requests are expected to bring."""
-        return len(self._plan) + len(self._inflight) * self._chunk_steps
+        """Steps buffered plus those the in-flight and parked requests are expected to bring."""
+        return len(self._plan) + (len(self._inflight) + len(self._parked)) * self._chunk_steps
 
     def covered_until(self, now: float) -> float:
-        """The time until which the plan, plus the requests in flight, will keep the arm moving."""
+        """The time until which the plan, plus the requests in flight, will keep the arm moving.
+
+        A request in flight for longer than the planning latency is late: it is not counted,
+        so a backup request starts while a slot is free instead of the arm starving behind it.
+        """
         chunk_s = self._chunk_steps * self.period
+        latency = self.latency.planning_latency()
+        pending = [capture for capture in self._inflight.values()
+                   if latency is None or now - capture <= latency]
         if self.join == 'append':
-            return now + self.buffered_seconds(now) + len(self._inflight) * chunk_s
+            return now + self.buffered_seconds(now) + (len(pending) + len(self._parked)) * chunk_s
         horizon = now + self.buffered_seconds(now)
-        for capture in self._inflight.values():
+        for capture in pending:
             horizon = max(horizon, capture + chunk_s)
         return horizon
 
@@ -184,43 +205,39 @@ class ChunkEngine:
         """A request ended without a chunk."""
         if self._inflight.pop(ticket, None) is not None:
             self.stats.failed_requests += 1
+        self._release_parked()
 
     def chunk_arrived(self, ticket: int, chunk: ActionChunk, now: float, *,
                       server_ms: float | None = None, replace: bool = False) -> bool:
         """Join a chunk into the plan; False when it is stale (a newer plan is already in).
 
-        `replace` installs it as the whole plan whatever the join mode (predict()'s semantics).
+        In append mode a chunk that overtook an older request waits (parked) for it, so chunks
+        play in observation order and none is wasted. `replace` installs it as the whole plan
+        whatever the join mode (predict()'s semantics).
         """
         capture = self._inflight.pop(ticket, None)
         if capture is None:
             raise ValueError(f'unknown request ticket {ticket}')
         if ticket < self._newest_applied:
             self.stats.stale_chunks += 1
+            self._release_parked()
             return False
-        self._newest_applied = ticket
-        if self._starved_since is not None and now <= self._starved_since:
-            self._starved_since = None  # it had landed by that tick: the driver looked too soon
-        self.latency.add(now - capture)
-        self.stats.latencies.append(now - capture)
-        if server_ms is not None:
-            self.stats.server_inference_ms.append(float(server_ms))
-        self._chunk_hz = chunk.control_frequency_hz
-        self._chunk_steps = len(chunk.steps)
-        self.stats.chunks += 1
-        self.stats.action_space = chunk.action_space
-        steps = [PlannedStep(list(v), list(v), ticket, i, capture)
-                 for i, v in enumerate(chunk.steps)]
-        if replace or not self._plan and self.join == 'append':
-            self._plan = deque(steps)
-        elif self.join == 'append':
-            self._plan.extend(steps)
-        else:
-            self._plan = self._aligned(steps, capture, now)
-        self._check_configuration(chunk)
+        arrival = _Arrival(chunk, capture, now, server_ms)
+        if self.join == 'append' and not replace and any(t < ticket for t in self._inflight):
+            self._parked[ticket] = arrival
+            return True
+        self._apply(ticket, arrival, replace)
+        self._release_parked()
         return True
 
     def next_action(self, now: float) -> PlannedStep | None:
         """The action to play at `now`, or None when the plan is empty (an underrun if moving)."""
+        if not self._plan and self._parked:
+            # An older request is holding back a chunk in hand while the arm would starve:
+            # give up on the older one (it becomes stale when it lands) and play the newer.
+            ticket = min(self._parked)
+            self._apply(ticket, self._parked.pop(ticket), False)
+            self._release_parked()
         if self.join == 'aligned':
             while self._plan and self._plan[0].due is not None and \
                     self._plan[0].due < now - 0.5 * self.period:
@@ -255,10 +272,47 @@ class ChunkEngine:
         """Drop the plan and forget the in-flight requests (a stop: nothing queued may play)."""
         self._plan.clear()
         self._inflight.clear()
+        self._parked.clear()
         self._newest_applied = self._next_ticket - 1
         self._starved_since = None
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _apply(self, ticket: int, arrival: '_Arrival', replace: bool) -> None:
+        chunk, capture, now = arrival.chunk, arrival.capture, arrival.time
+        self._newest_applied = ticket
+        if self._starved_since is not None and now <= self._starved_since:
+            self._starved_since = None  # it had landed by that tick: the driver looked too soon
+        self.latency.add(now - capture)
+        self.stats.latencies.append(now - capture)
+        if arrival.server_ms is not None:
+            self.stats.server_inference_ms.append(float(arrival.server_ms))
+        self._chunk_hz = chunk.control_frequency_hz
+        self._chunk_steps = len(chunk.steps)
+        self.stats.chunks += 1
+        self.stats.action_space = chunk.action_space
+        steps = [PlannedStep(list(v), list(v), ticket, i, capture)
+                 for i, v in enumerate(chunk.steps)]
+        if replace or not self._plan and self.join == 'append':
+            self._plan = deque(steps)
+        elif self.join == 'append':
+            self._plan.extend(steps)
+        else:
+            self._plan = self._aligned(steps, capture, now)
+        if not replace:  # predict() alone is not a loop that can fall behind
+            self._check_configuration(chunk)
+
+    def _release_parked(self) -> None:
+        """Join parked chunks whose older requests have all been resolved, in ticket order."""
+        while self._parked:
+            ticket = min(self._parked)
+            if any(t < ticket for t in self._inflight):
+                return
+            arrival = self._parked.pop(ticket)
+            if ticket < self._newest_applied:
+                self.stats.stale_chunks += 1
+                continue
+            self._apply(ticket, arrival, False)
 
     def _aligned(self, steps: list[PlannedStep], capture: float,
                  now: float) -> 'deque[PlannedStep]':
@@ -270,6 +324,8 @@ class ChunkEngine:
             step.due = base + step.index * self.period
         fresh = [s for s in steps if s.due is not None and s.due >= now - 0.5 * self.period]
         self.stats.dropped_steps += len(steps) - len(fresh)
+        if not fresh:
+            return self._plan  # wholly in the past: it must not empty a plan that still runs
         return deque(fresh)
 
     def _end_underrun(self, seconds: float) -> None:
@@ -304,10 +360,14 @@ class ChunkEngine:
         p99 = self.latency.q(0.99) or 0.0
         chunk_s = len(chunk.steps) * self.period
         message = None
-        if self.join == 'aligned' and p99 > chunk_s / 2 * self.max_inflight:
-            message = (f'time-aligned joining with max_inflight={self.max_inflight} cannot keep '
-                       f'up: p99 latency {p99:.3f}s > chunk {chunk_s:.3f}s / 2 per request; '
-                       'raise max_inflight or use join="append"')
+        k = self.max_inflight
+        # Aligned: a request yields C - L of motion and k overlap, so it keeps up while
+        # L <= k*C/(k+1); no k helps once L >= C.
+        if self.join == 'aligned' and p99 > k * chunk_s / (k + 1):
+            message = (f'time-aligned joining with max_inflight={k} cannot keep up: p99 '
+                       f'latency {p99:.3f}s > {k} x chunk {chunk_s:.3f}s / {k + 1}; '
+                       + ('raise max_inflight or ' if p99 < chunk_s else '')
+                       + 'use join="append"')
         elif self.join == 'append' and p99 > chunk_s * self.max_inflight:
             message = (f'append joining with max_inflight={self.max_inflight} cannot keep up: '
                        f'p99 latency {p99:.3f}s > {self.max_inflight} x chunk {chunk_s:.3f}s; '
