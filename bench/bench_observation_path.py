@@ -1,4 +1,5 @@
-"""Benchmark the observation image path: camera frame -> 224x224 JPEG -> request body.
+"""
+Benchmark the observation image path: camera frame -> 224x224 JPEG -> request body.
 
 Run: .venv/bin/python bench/bench_observation_path.py [--iterations N]
 
@@ -426,7 +427,7 @@ def bench_body(iterations: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument('--iterations', type=int, default=200)
     args = parser.parse_args()
     print('# Observation image path benchmark\n')

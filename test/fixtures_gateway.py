@@ -1,4 +1,5 @@
-"""Fixtures that start the local gateway as a real process, and helpers to build requests.
+"""
+Fixtures that start the local gateway as a real process, and helpers to build requests.
 
 Every gateway here runs at a small --time-scale, so model seconds pass 50-100x faster.
 """

@@ -1,4 +1,5 @@
-"""Run the policy node as a real process and talk to it over DDS from the test.
+"""
+Run the policy node as a real process and talk to it over DDS from the test.
 
 The test side plays the robot: it publishes joint states and camera frames (so a test can make
 them stale or NaN), records every command, offers the hold service, and drives the lifecycle.
@@ -213,7 +214,8 @@ class Robot:
         return future.result()
 
     def transition(self, transition_id, timeout=20.0):
-        """Change state; if the answer is lost (a DDS service can drop the reply of a request
+        """
+        Change state; if the answer is lost (a DDS service can drop the reply of a request
         sent before its reply reader matched), read the state to learn the result."""
         request = ChangeState.Request()
         request.transition = Transition(id=transition_id)

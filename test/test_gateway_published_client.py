@@ -1,4 +1,5 @@
-"""The published sequence-ai 0.1.0 client works against the local gateway unchanged.
+"""
+The published sequence-ai 0.1.0 client works against the local gateway unchanged.
 
 `sequence-ai==0.1.0` is pinned in requirements-dev.txt and used exactly as published.
 """

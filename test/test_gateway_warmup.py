@@ -1,4 +1,5 @@
-"""Cold workers: 503 warming_up at once, warm after the cold start, cold again after idling.
+"""
+Cold workers: 503 warming_up at once, warm after the cold start, cold again after idling.
 
 The cold gateway runs at --time-scale 0.01 with a 50 model-second cold start (0.5 s) and a
 40 model-second idle timeout (0.4 s).

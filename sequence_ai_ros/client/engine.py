@@ -1,4 +1,5 @@
-"""The chunk engine: which action plays at time t, and whether a request starts now.
+"""
+The chunk engine: which action plays at time t, and whether a request starts now.
 
 A pure, single-threaded object with no I/O: the driver (Policy.run's sleep loop, or the ROS
 node's timer) tells it when requests start, when chunks arrive and when it needs an action.
@@ -26,7 +27,8 @@ SERIES_LIMIT = 10_000
 
 
 def blend_weight(i: int, n: int, blend: str) -> float:
-    """Weight of the model's step i (0-based) in an n-step ramp out of the last action.
+    """
+    Weight of the model's step i (0-based) in an n-step ramp out of the last action.
 
     Linear is the seed's ramp (a velocity kink at both ends); min_jerk is 10s^3 - 15s^4 + 6s^5,
     whose velocity and acceleration are zero at both ends.
@@ -187,7 +189,8 @@ class ChunkEngine:
 
     def chunk_arrived(self, ticket: int, chunk: ActionChunk, now: float, *,
                       server_ms: float | None = None, replace: bool = False) -> bool:
-        """Join a chunk into the plan; False when it is stale (a newer plan is already in).
+        """
+        Join a chunk into the plan; False when it is stale (a newer plan is already in).
 
         `replace` installs it as the whole plan whatever the join mode (predict()'s semantics).
         """

@@ -49,7 +49,8 @@ class LatencyWindow:
         return quantile(self._samples, q)
 
     def planning_latency(self) -> float | None:
-        """The latency to plan a prefetch against: a high quantile that adapts to a step change.
+        """
+        The latency to plan a prefetch against: a high quantile that adapts to a step change.
 
         The recent median times the window's tail ratio (p99 / median), never below the worst
         recent sample. A p99 from fewer than TAIL_SAMPLES samples is just their maximum, biased

@@ -1,4 +1,5 @@
-"""Policy: one model, one kept-alive connection, three ways to drive it.
+"""
+Policy: one model, one kept-alive connection, three ways to drive it.
 
 predict(obs)        the whole chunk; you do everything
 next_action(obs)    we hold the buffer (and prefetch), you own the cadence
@@ -114,7 +115,8 @@ class Policy:
     # -- you do everything ------------------------------------------------------------------
 
     def predict(self, observation: Observation, **options: Any) -> Prediction:
-        """One inference; the chunk also becomes next_action()'s buffer.
+        """
+        One inference; the chunk also becomes next_action()'s buffer.
 
         `options` pass through to the request body (action_horizon, seed, ...). What comes back
         is model output, not a safe robot command.
@@ -136,7 +138,8 @@ class Policy:
 
     def next_action(self, observation: Observation | None = None,
                     **options: Any) -> list[float]:
-        """The next action, refilling when the buffer runs dry; never None.
+        """
+        The next action, refilling when the buffer runs dry; never None.
 
         Pass `observation` on every call: it starts a background refill when the buffered time
         drops below the measured latency (so the buffer rarely runs dry), and is what a refill
@@ -178,7 +181,8 @@ class Policy:
             on_underrun: Callable[[float], Any] | None = None, prefetch: bool = True,
             startup_timeout_s: float = 0.0, smooth_seam: int = 0, join: str = 'append',
             max_inflight: int = 2, seam_blend: str = 'linear', **options: Any) -> RunOutcome:
-        """Run a bounded control loop and report what happened.
+        """
+        Run a bounded control loop and report what happened.
 
         observe      returns the current Observation; called on this thread only
         act          called once per action, on this thread, paced at the chunk's rate

@@ -28,7 +28,8 @@ def _version() -> str:
 
 
 class Transport:
-    """HTTP to the gateway over one connection that stays open for the life of the Policy.
+    """
+    HTTP to the gateway over one connection that stays open for the life of the Policy.
 
     The handshake is most of a bare request over the internet (185 ms of 306 ms measured on the
     hosted gateway), so the connection is the thing to keep. The key lives only in the

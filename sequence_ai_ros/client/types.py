@@ -83,7 +83,8 @@ def _field(body: dict[str, Any], name: str, kind: type, where: str) -> Any:
 
 @dataclass
 class ActionChunk:
-    """A block of future actions. Model output, not a safe robot command: validate before acting.
+    """
+    A block of future actions. Model output, not a safe robot command: validate before acting.
 
     Step 0 is the action for the moment the observation was taken; step i is i / hz later.
     """
@@ -100,7 +101,8 @@ class ActionChunk:
 
     @classmethod
     def from_wire(cls, body: Any) -> 'ActionChunk':
-        """Build and check a chunk; steps may be `{"index", "values"}` objects or flat lists.
+        """
+        Build and check a chunk; steps may be `{"index", "values"}` objects or flat lists.
 
         Anything that would put a wrong number on its way to the motors raises MalformedResponse:
         no steps, too many, a step of the wrong length, non-finite values, a rate that is not

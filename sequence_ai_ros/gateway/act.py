@@ -1,4 +1,5 @@
-"""POST /v1/act: auth and credit, body, validation, warm-up, the FIFO queue, inference, reply.
+"""
+POST /v1/act: auth and credit, body, validation, warm-up, the FIFO queue, inference, reply.
 
 Order of checks: 401, 402, 413, 400, 404, 422, then 503 warming, so deterministic mistakes
 are reported before a cold model is woken. One unit of credit is held from the 402 check and

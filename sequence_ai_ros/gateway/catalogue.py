@@ -12,7 +12,8 @@ ACTION_SPACES = ('joint_absolute', 'joint_position', 'joint_delta', 'joint_veloc
 
 @dataclass(frozen=True)
 class ModelProfile:
-    """One model as the gateway serves it; times are wall seconds at `time_scale`.
+    """
+    One model as the gateway serves it; times are wall seconds at `time_scale`.
 
     A profile read from the catalogue has time_scale 1.0; `scaled(s)` gives the served view in
     which every duration is multiplied by s and the control rate divided by s (same steps).
@@ -104,7 +105,8 @@ class Catalogue:
 def load_catalogue(path: str | Path | None = None, time_scale: float = 1.0,
                    latency_median_s: float | None = None,
                    cold_start_s: float | None = None) -> Catalogue:
-    """Read the catalogue file and return its profiles scaled to `time_scale`.
+    """
+    Read the catalogue file and return its profiles scaled to `time_scale`.
 
     `latency_median_s` and `cold_start_s` (model seconds) override every profile's value.
     Raises ValueError naming the model and field when the file is inconsistent.

@@ -1,4 +1,5 @@
-"""The small contract a served policy meets, loading one from `--policy`, and checking its output.
+"""
+The small contract a served policy meets, loading one from `--policy`, and checking its output.
 
 A policy is made by a factory, `factory(profile) -> policy`, once per model at start-up. Each
 call is `policy.act(observation, options, rng)` on a worker thread, where

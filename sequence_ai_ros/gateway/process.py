@@ -1,4 +1,5 @@
-"""Running the gateway as a real subprocess on a free loopback port (tests, benchmarks, demo).
+"""
+Running the gateway as a real subprocess on a free loopback port (tests, benchmarks, demo).
 
 Example: `with GatewayProcess(['--time-scale', '0.02', '--start-warm'], keys={'seq_k1': 100})
 as gateway:` then talk to `gateway.base_url` and read `gateway.stats()['connections']`.
@@ -30,7 +31,8 @@ def free_port(host: str = '127.0.0.1') -> int:
 
 
 class GatewayProcess:
-    """A gateway subprocess: started on enter (or `start()`), stopped on exit (or `stop()`).
+    """
+    A gateway subprocess: started on enter (or `start()`), stopped on exit (or `stop()`).
 
     `args` are extra `gateway` flags; `keys` (key -> credit) are passed in the environment,
     and without them the variable is removed, so auth is disabled unless `args` or `env` say

@@ -1,4 +1,5 @@
-"""The reference policy: reach above the red target seen by the exterior camera.
+"""
+The reference policy: reach above the red target seen by the exterior camera.
 
 It reads the frame (scene.py), then plans the chunk in model time with damped least squares
 on the arm's position Jacobian, joint speed capped, joints clamped to their limits, and the

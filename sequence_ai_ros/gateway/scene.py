@@ -1,4 +1,5 @@
-"""Reading the exterior camera frame: where the table is, and where on it the red target is.
+"""
+Reading the exterior camera frame: where the table is, and where on it the red target is.
 
 The camera looks straight down (see arm_model); the table's bounding box in the image is the
 table's uv square, whatever the frame size or letterbox padding around it.

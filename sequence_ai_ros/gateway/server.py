@@ -1,4 +1,5 @@
-"""The `gateway` command: parse flags, build the app, serve it with uvicorn.
+"""
+The `gateway` command: parse flags, build the app, serve it with uvicorn.
 
 Durations given on the command line are model seconds; `--time-scale S` multiplies every
 one of them (latency, cold start, idle timeout, step time, retry_after_s) and divides the

@@ -1,4 +1,5 @@
-"""Expressing a planned joint trajectory in a profile's action space.
+"""
+Expressing a planned joint trajectory in a profile's action space.
 
 A plan is `targets` (n + 1 joint vectors, row 0 the joints at capture time, row i + 1 where
 the arm should be one control period after step i) and the gripper per step. Step i is then:

@@ -1,4 +1,5 @@
-"""POST /v1/act request checking: every refusal names the field it is about.
+"""
+POST /v1/act request checking: every refusal names the field it is about.
 
 400 for a body that is not a JSON object, 404 for an unknown model, 422 for everything about
 the observation and options. Python's json accepts NaN and Infinity; they are refused here.
@@ -172,7 +173,8 @@ def _images(value: Any, profile: ModelProfile, request: dict[str, Any]) -> None:
 
 
 def validate_act(payload: dict[str, Any], profile: ModelProfile) -> ActRequest:
-    """Check and decode the observation and options of a /v1/act body (ApiError 422 if bad).
+    """
+    Check and decode the observation and options of a /v1/act body (ApiError 422 if bad).
 
     Runs off the event loop: it decodes every frame.
     """

@@ -1,4 +1,5 @@
-"""Cold, warming and warm workers: the state that turns a first call into 503 warming_up.
+"""
+Cold, warming and warm workers: the state that turns a first call into 503 warming_up.
 
 State is computed lazily from timestamps on each look, so no background task is needed:
 a warming model becomes warm when its deadline passes, a warm one goes cold after it has

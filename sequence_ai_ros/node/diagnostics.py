@@ -1,4 +1,5 @@
-"""What the node publishes on /diagnostics: four statuses an operator reads in rqt_robot_monitor.
+"""
+What the node publishes on /diagnostics: four statuses an operator reads in rqt_robot_monitor.
 
 Each status's level says whether to act and its message says what to do; the key/values hold
 the numbers. The API key is never a field of :class:`Health`; as a second line of defence every
@@ -48,7 +49,8 @@ _KEY_PATTERN = re.compile(r'(?<![A-Za-z0-9])seq_[A-Za-z0-9_\-]{4,}|(?i:bearer)\s
 
 @dataclass
 class Health:
-    """A snapshot of what the node knows, filled by the node before each diagnostics tick.
+    """
+    A snapshot of what the node knows, filled by the node before each diagnostics tick.
 
     Never put the API key (or a header, or a URL with credentials) in any field; ``base_url`` is
     shown without user info or query. ``last_error`` / ``last_error_kind`` describe the most

@@ -1,4 +1,5 @@
-"""One bounded episode: the node's control tick, without ROS.
+"""
+One bounded episode: the node's control tick, without ROS.
 
 Each tick answers one question: publish this command, publish a hold, do nothing, or end.
 Every action is checked before it is allowed out; any doubt (stale or bad input, a gateway

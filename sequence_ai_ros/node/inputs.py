@@ -1,4 +1,5 @@
-"""The node's latest inputs (joint states, camera frames, instruction, safety gate).
+"""
+The node's latest inputs (joint states, camera frames, instruction, safety gate).
 
 Callbacks only store references and receipt times, so they cost nothing on the executor; the
 JPEG work happens when a request is built, on the request's worker thread.
@@ -105,7 +106,8 @@ class InputCache:
         self.frame_times[view] = self._clock()
 
     def frame_callback(self, view: str) -> Callable[[Any], None]:
-        """A one-argument subscription callback for `view`.
+        """
+        A one-argument subscription callback for `view`.
 
         Not a lambda with a defaulted second argument: rclpy passes message info to any
         callback that takes two arguments.

@@ -1,4 +1,5 @@
-"""PolicyNode: a lifecycle node between sensors and a joint_trajectory_controller.
+"""
+PolicyNode: a lifecycle node between sensors and a joint_trajectory_controller.
 
 configure  read and check parameters, open the Policy (one kept-alive connection), check the
            joint names against joint_states and the model against the catalogue, create

@@ -1,4 +1,5 @@
-"""Wait for one message inside a callback, e.g. a lifecycle transition, without re-entering.
+"""
+Wait for one message inside a callback, e.g. a lifecycle transition, without re-entering.
 
 A short-lived node on its own executor takes the message, so the caller's executor is never
 spun from inside one of its own callbacks. (rclpy's wait_for_message has no QoS argument on

@@ -26,7 +26,8 @@ def initial_state(values: Sequence[float]) -> np.ndarray:
 
 
 class SimArm:
-    """Joint positions and velocities that move toward a desired position each tick.
+    """
+    Joint positions and velocities that move toward a desired position each tick.
 
     Each joint moves at most v_max * dt toward its desired position per step and stays inside
     its position limits, so a command faster than the arm can go simply arrives late.

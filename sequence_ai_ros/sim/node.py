@@ -1,4 +1,5 @@
-"""The `sim_arm` node: a simulated DROID-like arm behind a joint_trajectory_controller interface.
+"""
+The `sim_arm` node: a simulated DROID-like arm behind a joint_trajectory_controller interface.
 
 Topics (relative, so namespaces and remaps apply):
   sub  joint_trajectory_controller/joint_trajectory  trajectory_msgs/JointTrajectory (reliable)
