@@ -59,7 +59,7 @@ except (ImportError, OSError, RuntimeError):
 
 
 def render_scene(width: int, height: int, seed: int = 0, zoom: float = 1.0) -> np.ndarray:
-    """A table-top scene: gradient wall, wood-grain table, shaded objects, clutter, noise."""
+    """Draw a table-top scene: gradient wall, wood-grain table, shaded objects, clutter, noise."""
     rng = np.random.default_rng(seed)
     y, x = np.mgrid[0:height, 0:width].astype(np.float32)
     u = 0.5 + (x / width - 0.5) / zoom
@@ -122,7 +122,7 @@ def _raw_image(enc: str, w: int, h: int, step: int, data: bytes) -> Image.Image:
 def _variant(name: str, encode: Callable[[Image.Image], bytes],
              header: Callable[[bytes], tuple[int, int]],
              decode: Callable[[bytes, tuple[int, int]], Image.Image]) -> Candidate:
-    """The shipped path with the JPEG codec swapped; Pillow still resizes and pads."""
+    """Return the shipped path with the JPEG codec swapped; Pillow still resizes and pads."""
 
     def raw(enc: str, w: int, h: int, step: int, data: bytes) -> bytes:
         return encode(letterbox_image(_raw_image(enc, w, h, step, data), SIZE))

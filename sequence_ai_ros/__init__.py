@@ -57,7 +57,7 @@ def connect(model: str, *, api_key: str | None = None, base_url: str | None = No
 
 def models(*, endpoint: str | None = None, api_key: str | None = None,
            base_url: str | None = None) -> list[Model]:
-    """The live catalogue (public: no key needed); endpoint='act' for action models."""
+    """Return the live catalogue (public: no key needed); endpoint='act' for action models."""
     transport = Transport(api_key=api_key, base_url=base_url, require_key=False)
     try:
         body = transport.get('/v1/models' + (f'?endpoint={endpoint}' if endpoint else ''))

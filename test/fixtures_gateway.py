@@ -41,7 +41,7 @@ REPO_ROOT = str(Path(__file__).resolve().parents[1])
 def render_scene(target_xy: tuple[float, float] | None, frame: tuple[int, int] = (320, 240),
                  table_box: tuple[int, int, int, int] = (40, 20, 280, 220), out: int = 224,
                  q: np.ndarray = arm_model.HOME) -> Image.Image:
-    """A top-down camera frame: floor, table, red disc, the arm; letterboxed into out x out."""
+    """Draw a top-down camera frame: floor, table, red disc, arm; letterboxed into out x out."""
     image = Image.new('RGB', frame, (90, 90, 95))
     draw = ImageDraw.Draw(image)
     x0, y0, x1, y1 = table_box
@@ -74,7 +74,7 @@ def encode(image: Image.Image, fmt: str = 'JPEG') -> str:
 
 def act_body(model: str = 'pi05-droid', target_xy: tuple[float, float] | None = (0.55, 0.2),
              q: np.ndarray = arm_model.HOME, **options: object) -> dict:
-    """A valid /v1/act body with both camera views and HOME joints."""
+    """Build a valid /v1/act body with both camera views and HOME joints."""
     frame = encode(render_scene(target_xy, q=q))
     wrist = encode(Image.new('RGB', (224, 224), (40, 40, 40)))
     return {
@@ -130,14 +130,14 @@ class PluginPolicy:
 
 
 def make_plugin_policy(profile: object) -> PluginPolicy:
-    """The factory named on the plug-in gateway's command line."""
+    """Make a PluginPolicy: the factory named on the plug-in gateway's command line."""
     return PluginPolicy(profile)
 
 
 # -- gateways -------------------------------------------------------------------------------
 
 def start_gateway(args: list[str], **kwargs: object) -> GatewayProcess:
-    """A started GatewayProcess at TIME_SCALE with extra flags."""
+    """Return a started GatewayProcess at TIME_SCALE with extra flags."""
     return GatewayProcess(['--time-scale', str(TIME_SCALE), *args], **kwargs).start()
 
 
@@ -191,7 +191,7 @@ def small_body_gateway():
 
 @pytest.fixture(scope='module')
 def plugin_gateway():
-    """Serving PluginPolicy instead of the reference policy."""
+    """Run a gateway serving PluginPolicy instead of the reference policy."""
     env = {'PYTHONPATH': os.pathsep.join([TEST_DIR, REPO_ROOT])}
     process = start_gateway(['--start-warm', '--policy', 'fixtures_gateway:make_plugin_policy'],
                      env=env)
@@ -201,7 +201,7 @@ def plugin_gateway():
 
 @pytest.fixture(scope='module')
 def tls_files(tmp_path_factory):
-    """A self-signed certificate for 127.0.0.1, made with the openssl CLI."""
+    """Make a self-signed certificate for 127.0.0.1 with the openssl CLI."""
     openssl = shutil.which('openssl')
     if openssl is None:
         pytest.skip('no openssl CLI to make a self-signed certificate')

@@ -34,7 +34,7 @@ RELIABLE = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
 
 
 def node_parameters(**overrides):
-    """A complete, valid parameter set for the DROID-like arm."""
+    """Return a complete, valid parameter set for the DROID-like arm."""
     params = {
         'model': 'pi05-droid',
         'joint_names': list(arm_model.JOINT_NAMES),
@@ -144,7 +144,7 @@ class Robot:
         return entity
 
     def every(self, period, callback):
-        """A timer that goes away with this robot."""
+        """Make a timer that goes away with this robot."""
         return self._keep(self.node.create_timer(period, callback))
 
     def close(self):
@@ -215,8 +215,10 @@ class Robot:
 
     def transition(self, transition_id, timeout=20.0):
         """
-        Change state; if the answer is lost (a DDS service can drop the reply of a request
-        sent before its reply reader matched), read the state to learn the result."""
+        Change state; if the answer is lost, read the state to learn the result.
+
+        A DDS service can drop the reply of a request sent before its reply reader matched.
+        """
         request = ChangeState.Request()
         request.transition = Transition(id=transition_id)
         try:

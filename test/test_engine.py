@@ -11,7 +11,7 @@ from sequence_ai_ros.client.latency import LatencyWindow, quantile
 
 
 def check_invariants(result, engine):
-    """What must hold for any run: provenance, order, no stale override, counts add up."""
+    """Check what must hold for any run: provenance, order, no stale override, counts add up."""
     last_key = (-1, -1)
     for step in result.played:
         chunk = result.produced[step.chunk]

@@ -40,7 +40,7 @@ def assert_colour(region: np.ndarray, rgb: tuple[int, int, int], tol: float = TO
 
 
 def red_blue(width: int = 640, height: int = 480) -> np.ndarray:
-    """An RGB frame whose left half is red and right half blue."""
+    """Make an RGB frame whose left half is red and right half blue."""
     frame = np.zeros((height, width, 3), np.uint8)
     frame[:, : width // 2] = RED
     frame[:, width // 2:] = BLUE

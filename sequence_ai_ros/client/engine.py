@@ -123,12 +123,12 @@ class ChunkEngine:
 
     @property
     def buffered(self) -> int:
-        """Steps left in the plan."""
+        """Count the steps left in the plan."""
         return len(self._plan)
 
     @property
     def inflight(self) -> int:
-        """Requests started and not yet arrived or failed."""
+        """Count the requests started and not yet arrived or failed."""
         return len(self._inflight)
 
     def buffered_seconds(self, now: float) -> float:
@@ -141,11 +141,11 @@ class ChunkEngine:
         return len(self._plan) * self.period
 
     def committed_steps(self) -> int:
-        """Steps buffered plus those the in-flight requests are expected to bring."""
+        """Count the steps buffered plus those the in-flight requests are expected to bring."""
         return len(self._plan) + len(self._inflight) * self._chunk_steps
 
     def covered_until(self, now: float) -> float:
-        """The time until which the plan, plus the requests in flight, will keep the arm moving."""
+        """Return the time until which the plan and the requests in flight keep the arm moving."""
         chunk_s = self._chunk_steps * self.period
         if self.join == 'append':
             return now + self.buffered_seconds(now) + len(self._inflight) * chunk_s
@@ -160,7 +160,7 @@ class ChunkEngine:
         return None if latency is None else latency + self.period
 
     def should_request(self, now: float) -> bool:
-        """True when a request should start now (the driver then observes and calls started)."""
+        """Decide if a request should start now (the driver then observes and calls started)."""
         if len(self._inflight) >= self.max_inflight:
             return False
         if not self._plan and not self._inflight:
@@ -183,7 +183,7 @@ class ChunkEngine:
         return ticket
 
     def request_failed(self, ticket: int) -> None:
-        """A request ended without a chunk."""
+        """Record that a request ended without a chunk."""
         if self._inflight.pop(ticket, None) is not None:
             self.stats.failed_requests += 1
 
@@ -223,7 +223,11 @@ class ChunkEngine:
         return True
 
     def next_action(self, now: float) -> PlannedStep | None:
-        """The action to play at `now`, or None when the plan is empty (an underrun if moving)."""
+        """
+        Return the action to play at `now`.
+
+        None when the plan is empty (an underrun if moving).
+        """
         if self.join == 'aligned':
             while self._plan and self._plan[0].due is not None and \
                     self._plan[0].due < now - 0.5 * self.period:

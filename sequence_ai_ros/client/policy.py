@@ -58,7 +58,7 @@ class Policy:
 
     @property
     def model(self) -> str:
-        """The full model id."""
+        """Return the full model id."""
         return self._model
 
     @property
@@ -105,7 +105,11 @@ class Policy:
                    on_chunk: Callable[[Prediction], Any] | None = None,
                    clock: Callable[[], float] = time.monotonic,
                    **options: Any) -> ActionStream:
-        """An ActionStream on this Policy's connection, for drivers with their own clock (ROS)."""
+        """
+        Make an ActionStream on this Policy's connection.
+
+        For drivers with their own clock (ROS).
+        """
         self._assert_open()
         engine = ChunkEngine(join=join, prefetch=prefetch, max_inflight=max_inflight,
                              control_hz=self._control_hz, smooth_seam=smooth_seam,
@@ -139,7 +143,7 @@ class Policy:
     def next_action(self, observation: Observation | None = None,
                     **options: Any) -> list[float]:
         """
-        The next action, refilling when the buffer runs dry; never None.
+        Return the next action, refilling when the buffer runs dry; never None.
 
         Pass `observation` on every call: it starts a background refill when the buffered time
         drops below the measured latency (so the buffer rarely runs dry), and is what a refill
@@ -292,7 +296,7 @@ class _RunLoop:
                 deadline = time.monotonic()  # far behind: do not burst to catch up
 
     def _refill(self) -> None:
-        """The plan ran dry: wait for a request in flight, or make one (refill-when-empty)."""
+        """Refill a dry plan: wait for a request in flight, or make one (refill-when-empty)."""
         if self.stream.inflight:
             self.stream.wait()
             return
@@ -300,7 +304,7 @@ class _RunLoop:
         self.stream.wait()
 
     def _first_chunk(self) -> None:
-        """The first chunk, waiting out a warming worker only here, before anything moves."""
+        """Get the first chunk, waiting out a warming worker only here, before anything moves."""
         deadline = time.monotonic() + self.startup_timeout_s
         while True:
             captured = time.monotonic()

@@ -111,7 +111,7 @@ class ActionStream:
 
     @property
     def inflight(self) -> int:
-        """Requests not yet joined."""
+        """Count the requests not yet joined."""
         return len(self._futures)
 
     def abandon(self) -> None:

@@ -14,7 +14,7 @@ ABSOLUTE_MARKERS = ('absolute', 'position', 'joint_pos')
 
 
 def is_absolute_space(action_space: str | None) -> bool:
-    """True when actions are absolute targets rather than increments or rates."""
+    """Return True when actions are absolute targets rather than increments or rates."""
     return any(m in (action_space or '').lower() for m in ABSOLUTE_MARKERS)
 
 
@@ -49,7 +49,7 @@ class Observation:
     instruction: str
 
     def to_wire(self) -> dict[str, Any]:
-        """The JSON object for `observation`, with None fields dropped instead of sent as null."""
+        """Return the JSON object for `observation`; None fields are dropped, not sent as null."""
         proprio = {k: v for k, v in vars(self.proprioception).items() if v is not None}
         images = []
         for frame in self.images:

@@ -44,7 +44,7 @@ class ModelProfile:
 
     @property
     def native_hz(self) -> float:
-        """The control rate in model time, whatever the scale."""
+        """Return the control rate in model time, whatever the scale."""
         return self.control_hz * self.time_scale
 
     def scaled(self, time_scale: float) -> 'ModelProfile':
@@ -59,7 +59,7 @@ class ModelProfile:
         )
 
     def row(self) -> dict[str, Any]:
-        """The GET /v1/models row: the published client's fields first, then the extras."""
+        """Return the GET /v1/models row: the published client's fields first, then the extras."""
         return {
             'id': self.id,
             'object': 'model',
@@ -94,7 +94,7 @@ class Catalogue:
         self._by_name = {p.name: p for p in self.profiles}
 
     def get(self, model: str) -> ModelProfile | None:
-        """The profile for a full id or (as a convenience for curl users) a bare name."""
+        """Return the profile for a full id or (as a convenience for curl users) a bare name."""
         return self._by_id.get(model) or self._by_name.get(model)
 
     def rows(self, endpoint: str | None = None) -> list[dict[str, Any]]:

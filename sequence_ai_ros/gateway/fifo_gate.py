@@ -21,7 +21,7 @@ class FifoGate:
 
     @property
     def queued(self) -> int:
-        """Calls waiting for a slot now."""
+        """Count the calls waiting for a slot now."""
         return sum(1 for f in self._waiters if not f.done())
 
     async def acquire(self) -> None:

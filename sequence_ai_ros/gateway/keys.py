@@ -67,7 +67,7 @@ def _credit(text: str, where: str) -> int:
 
 
 def mask(key: str, index: int) -> str:
-    """A display name for a key: `seq_…abcd`, or `seq_…#<index>` when the key is too short."""
+    """Name a key for display: `seq_…abcd`, or `seq_…#<index>` when the key is too short."""
     # Revealing 4 characters of a short key would give away most of it.
     return f'{KEY_PREFIX}…{key[-4:]}' if len(key) >= 16 else f'{KEY_PREFIX}…#{index}'
 
@@ -97,7 +97,7 @@ class KeyLedger:
 
     def authenticate(self, authorization: str | None) -> str | None:
         """
-        The configured key an Authorization header carries, else ApiError(401).
+        Return the configured key an Authorization header carries, else raise ApiError(401).
 
         Returns None when auth is disabled.
         """

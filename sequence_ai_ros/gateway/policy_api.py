@@ -55,7 +55,7 @@ def load_factory(spec: str) -> PolicyFactory:
 
 def check_output(result: Any, steps: int, dim: int,
                  name: str) -> tuple[np.ndarray, list[str]]:
-    """The policy's rows as a (steps, dim) float array and its warnings, else PolicyError."""
+    """Get the policy's rows as a (steps, dim) float array and its warnings, else PolicyError."""
     warnings: Sequence[Any] = []
     if isinstance(result, tuple) and len(result) == 2:
         result, warnings = result

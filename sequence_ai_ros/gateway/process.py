@@ -24,7 +24,7 @@ _REPO_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 def free_port(host: str = '127.0.0.1') -> int:
-    """A port that was free a moment ago (the usual bind-to-0 trick)."""
+    """Find a port that was free a moment ago (the usual bind-to-0 trick)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
@@ -63,11 +63,11 @@ class GatewayProcess:
 
     @property
     def pid(self) -> int | None:
-        """The server's process id while it runs."""
+        """Return the server's process id while it runs."""
         return self._proc.pid if self._proc else None
 
     def command(self) -> list[str]:
-        """The command line that starts the server."""
+        """Return the command line that starts the server."""
         cmd = [sys.executable, '-m', 'sequence_ai_ros.gateway',
                '--host', self.host, '--port', str(self.port), *self.args]
         if self.certfile:
@@ -159,7 +159,11 @@ class GatewayProcess:
         return self._log.read().decode('utf-8', 'replace')
 
     def stats(self) -> dict[str, Any]:
-        """GET /v1/_local/stats (local-only counters; not part of the hosted contract)."""
+        """
+        Fetch the local-only counters from GET /v1/_local/stats.
+
+        Not part of the hosted contract.
+        """
         with httpx.Client(verify=False, timeout=5.0) as client:
             response = client.get(self.base_url + '/v1/_local/stats')
             response.raise_for_status()

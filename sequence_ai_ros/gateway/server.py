@@ -20,7 +20,7 @@ __all__ = ['build_parser', 'create_app', 'main']
 
 
 def build_parser(prog: str = 'gateway') -> argparse.ArgumentParser:
-    """The command-line flags (shared with `sequence-ai-ros gateway`)."""
+    """Build the parser of the command-line flags (shared with `sequence-ai-ros gateway`)."""
     defaults = GatewayConfig()
     parser = argparse.ArgumentParser(
         prog=prog, description='Serve the sequence-ai wire contract locally, with reference '
@@ -64,7 +64,7 @@ def build_parser(prog: str = 'gateway') -> argparse.ArgumentParser:
 
 
 def config_from_args(args: argparse.Namespace) -> GatewayConfig:
-    """A GatewayConfig from parsed flags, with keys read from the file and environment."""
+    """Make a GatewayConfig from parsed flags, with keys read from the file and environment."""
     if bool(args.certfile) != bool(args.keyfile):
         raise ValueError('--certfile and --keyfile go together')
     return GatewayConfig(

@@ -13,7 +13,7 @@ import numpy as np
 
 def to_action_space(space: str, targets: np.ndarray, gripper: np.ndarray,
                     control_hz: float) -> np.ndarray:
-    """The (n, joints + 1) action rows for a plan in `space`."""
+    """Return the (n, joints + 1) action rows for a plan in `space`."""
     steps = np.diff(targets, axis=0)
     if space in ('joint_absolute', 'joint_position'):
         joints = targets[1:]

@@ -42,7 +42,7 @@ class Stats:
             self.by_model[model or NO_MODEL][str(status)] += 1
 
     def snapshot(self) -> dict[str, Any]:
-        """The counters as plain JSON-ready data."""
+        """Return the counters as plain JSON-ready data."""
         return {
             'pid': os.getpid(),
             'uptime_s': time.monotonic() - self.started,

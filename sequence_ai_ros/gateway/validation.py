@@ -39,7 +39,7 @@ class ActRequest:
     warnings: list[str] = field(default_factory=list)
 
     def observation(self) -> dict[str, Any]:
-        """The observation as a policy plug-in receives it (frames decoded to RGB images)."""
+        """Return the observation a policy plug-in receives (frames decoded to RGB images)."""
         proprioception: dict[str, Any] = {'joint_positions': list(self.joint_positions)}
         for name in ('joint_velocities', 'end_effector_pose', 'gripper'):
             if getattr(self, name) is not None:
@@ -73,7 +73,7 @@ def _kind(value: Any) -> str:
 
 
 def parse_json(body: bytes) -> dict[str, Any]:
-    """The body as a JSON object, or ApiError 400 saying what is wrong with it."""
+    """Parse the body as a JSON object, or raise ApiError 400 saying what is wrong with it."""
     if not body:
         raise ApiError(400, 'request body is empty; expected a JSON object')
     try:
@@ -90,7 +90,7 @@ def parse_json(body: bytes) -> dict[str, Any]:
 
 
 def lookup_model(payload: dict[str, Any], catalogue: Catalogue) -> ModelProfile:
-    """The profile the request names, else ApiError 422 (no model) or 404 (unknown model)."""
+    """Find the profile the request names, else ApiError 422 (no model) or 404 (unknown model)."""
     model = payload.get('model')
     if not isinstance(model, str) or not model:
         raise _invalid(f'model: expected a model id string, got {_kind(model)}')

@@ -57,7 +57,7 @@ def space_kind(space: str | None) -> str | None:
 
 
 def supported_action_space(space: str | None) -> bool:
-    """True when :class:`CommandMapper` can map actions of this space."""
+    """Return True when :class:`CommandMapper` can map actions of this space."""
     return space_kind(space) is not None
 
 
@@ -98,7 +98,7 @@ class CommandMapper:
 
     @property
     def last_target(self) -> tuple[float, ...] | None:
-        """The last commanded (or reset) positions; None before :meth:`reset`."""
+        """Return the last commanded (or reset) positions; None before :meth:`reset`."""
         return self._last
 
     def reset(self, measured_positions: Sequence[float]) -> None:
@@ -106,13 +106,13 @@ class CommandMapper:
         self._last = self._vector(measured_positions, 'measured positions')
 
     def hold(self, measured_positions: Sequence[float]) -> Command:
-        """A command to stay where the arm is, which also becomes the integration origin."""
+        """Return a command to stay where the arm is, which also becomes the integration origin."""
         self.reset(measured_positions)
         return Command(self._last, (0.0,) * len(self._last))
 
     def command(self, action: Sequence[float], dt_s: float) -> Command:
         """
-        The targets for one action lasting ``dt_s`` seconds; updates the last target.
+        Return the targets for one action lasting ``dt_s`` seconds; updates the last target.
 
         Non-finite action values pass through so that the safety check reports them with the
         joint's name; check every command before publishing and :meth:`hold` on a rejection.
@@ -166,7 +166,7 @@ def _duration(seconds: float) -> Duration:
 def trajectory_message(joint_names: Sequence[str], command: Command,
                        time_from_start_s: float) -> JointTrajectory:
     """
-    A one-point JointTrajectory reaching ``command`` ``time_from_start_s`` from now.
+    Build a one-point JointTrajectory reaching ``command`` ``time_from_start_s`` from now.
 
     ``header.stamp`` stays zero, which joint_trajectory_controller reads as "start now".
     """

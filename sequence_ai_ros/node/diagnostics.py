@@ -92,7 +92,7 @@ class Health:
 
 
 def error_kind(error: BaseException) -> str:
-    """The :data:`ERROR_KINDS` entry for an exception raised by the client."""
+    """Return the :data:`ERROR_KINDS` entry for an exception raised by the client."""
     if isinstance(error, AuthError):
         return 'auth'
     if isinstance(error, OutOfCredit):
@@ -213,7 +213,7 @@ def _episode(h: Health) -> tuple[bytes, str]:
 
 
 def build_statuses(health: Health, node_name: str, hardware_id: str) -> list[DiagnosticStatus]:
-    """The gateway, buffer, inputs and episode statuses for one diagnostics tick."""
+    """Build the gateway, buffer, inputs and episode statuses for one diagnostics tick."""
     h = health
     topics = [*h.input_timeouts, *(t for t in h.input_ages if t not in h.input_timeouts)]
     parts = {
@@ -247,7 +247,7 @@ def build_statuses(health: Health, node_name: str, hardware_id: str) -> list[Dia
 
 
 def diagnostic_array(statuses: Sequence[DiagnosticStatus], stamp: Time) -> DiagnosticArray:
-    """A DiagnosticArray of ``statuses`` stamped ``stamp`` (the node clock's now)."""
+    """Build a DiagnosticArray of ``statuses`` stamped ``stamp`` (the node clock's now)."""
     array = DiagnosticArray(status=list(statuses))
     array.header.stamp = stamp
     return array

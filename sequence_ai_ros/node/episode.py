@@ -73,7 +73,7 @@ class Episode:
 
     @property
     def running(self) -> bool:
-        """False once the episode has ended."""
+        """Return False once the episode has ended."""
         return self.state != 'ended'
 
     def tick(self, now: float) -> Tick:
@@ -116,7 +116,7 @@ class Episode:
         self.stream.close(wait_for_inflight=False)
 
     def summary(self) -> dict[str, Any]:
-        """The outcome as RunOutcome-like fields, for logs and the outcome topic."""
+        """Return the outcome as RunOutcome-like fields, for logs and the outcome topic."""
         stats = self.stream.engine.stats
         latencies = sorted(stats.latencies)
         commanded = self.actions * self.period

@@ -367,7 +367,7 @@ class PolicyNode(LifecycleNode):
     # -- diagnostics --------------------------------------------------------------------------
 
     def health(self) -> Health:
-        """What the node knows now, for /diagnostics."""
+        """Report what the node knows now, for /diagnostics."""
         config, episode = self.config, self.episode
         now = time.monotonic()
         health = Health(node_state=self.node_state, holds=self.holds,

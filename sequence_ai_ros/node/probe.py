@@ -17,7 +17,7 @@ from rclpy.qos import QoSProfile, qos_profile_sensor_data
 
 def wait_for_message(node: Node, msg_type: Any, topic: str, timeout_s: float,
                      qos: QoSProfile = qos_profile_sensor_data) -> Any:
-    """The first message on the fully resolved `topic` within `timeout_s`, or None."""
+    """Return the first message on the fully resolved `topic` within `timeout_s`, or None."""
     probe = rclpy.create_node(f'{node.get_name()}_probe', namespace=node.get_namespace(),
                               context=node.context, start_parameter_services=False,
                               enable_rosout=False)

@@ -23,7 +23,7 @@ class SafetyLimits:
     step_overrides: tuple[tuple[int, float], ...] = ()
 
     def step_limit(self, index: int) -> float:
-        """The largest change allowed in one step for value `index`."""
+        """Return the largest change allowed in one step for value `index`."""
         for i, limit in self.step_overrides:
             if i == index:
                 return limit

@@ -48,7 +48,7 @@ class SimArm:
 
     @property
     def arm_position(self) -> np.ndarray:
-        """The 7 arm joint positions (no gripper), as arm_model's kinematics want them."""
+        """Return the 7 arm joint positions (no gripper), as arm_model's kinematics want them."""
         return self.position[:-1]
 
     def tool_position(self) -> np.ndarray:

@@ -21,7 +21,7 @@ def _seconds(duration: Duration | Time) -> float:
 
 
 def trajectory_from_msg(msg: JointTrajectory, known_names: Sequence[str]) -> Trajectory:
-    """A validated Trajectory from a JointTrajectory; raises TrajectoryError if unusable."""
+    """Build a validated Trajectory from a JointTrajectory; raises TrajectoryError if unusable."""
     points = msg.points
     return make_trajectory(
         known_names,
@@ -36,7 +36,7 @@ def trajectory_from_msg(msg: JointTrajectory, known_names: Sequence[str]) -> Tra
 
 def joint_state_msg(stamp: Time, names: Sequence[str], position: np.ndarray,
                     velocity: np.ndarray) -> JointState:
-    """A JointState with names, positions and velocities (no efforts: the sim has none)."""
+    """Build a JointState with names, positions and velocities (no efforts: the sim has none)."""
     msg = JointState()
     msg.header.stamp = stamp
     msg.name = list(names)
@@ -46,7 +46,7 @@ def joint_state_msg(stamp: Time, names: Sequence[str], position: np.ndarray,
 
 
 def image_msg(header: Header, frame: np.ndarray) -> Image:
-    """An rgb8 Image of an (h, w, 3) uint8 frame."""
+    """Build an rgb8 Image of an (h, w, 3) uint8 frame."""
     msg = Image()
     msg.header = header
     msg.height, msg.width = frame.shape[:2]
@@ -58,7 +58,7 @@ def image_msg(header: Header, frame: np.ndarray) -> Image:
 
 
 def compressed_msg(header: Header, frame: np.ndarray) -> CompressedImage:
-    """A JPEG CompressedImage of an (h, w, 3) uint8 frame."""
+    """Build a JPEG CompressedImage of an (h, w, 3) uint8 frame."""
     buffer = io.BytesIO()
     PILImage.fromarray(frame).save(buffer, 'JPEG', quality=JPEG_QUALITY)
     msg = CompressedImage()

@@ -43,7 +43,7 @@ class Trajectory:
 
     @property
     def empty(self) -> bool:
-        """True when there are no points: JTC's "stop" command."""
+        """Return True when there are no points: JTC's "stop" command."""
         return self.times.size == 0
 
 
@@ -135,7 +135,7 @@ class TrajectoryExecutor:
 
     @property
     def active(self) -> bool:
-        """True while a trajectory is being followed (including holding its last point)."""
+        """Return True while a trajectory is being followed (including holding its last point)."""
         return self._traj is not None
 
     def set_trajectory(
