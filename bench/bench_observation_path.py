@@ -26,7 +26,7 @@ import time
 
 import numpy as np
 import PIL
-from PIL import Image, features
+from PIL import features, Image
 
 # Runnable from a fresh clone without `pip install -e .`.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))

@@ -16,7 +16,6 @@ import httpx
 import numpy as np
 from PIL import Image, ImageDraw
 import pytest
-
 from sequence_ai_ros import arm_model
 from sequence_ai_ros.gateway.process import GatewayProcess
 

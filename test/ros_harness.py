@@ -18,15 +18,14 @@ from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 import rclpy
 from rclpy.executors import MultiThreadedExecutor
-from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import Image, JointState
+from sequence_ai_ros import arm_model
+from sequence_ai_ros.sim.render import SceneRenderer
 from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 import yaml
-
-from sequence_ai_ros import arm_model
-from sequence_ai_ros.sim.render import SceneRenderer
 
 REPO = str(Path(__file__).resolve().parents[1])
 NAMES = list(arm_model.JOINT_NAMES) + [arm_model.GRIPPER_JOINT]

@@ -5,8 +5,7 @@ import warnings
 
 from engine_sim import make_chunk, simulate
 import pytest
-
-from sequence_ai_ros.client.engine import ChunkEngine, blend_weight
+from sequence_ai_ros.client.engine import blend_weight, ChunkEngine
 from sequence_ai_ros.client.latency import LatencyWindow, quantile
 
 

@@ -6,7 +6,7 @@ The published sequence-ai 0.1.0 client works against the local gateway unchanged
 
 import time
 
-from fixtures_gateway import CLIENT_KEY, CLIENT_TWO_CREDIT_KEY, MAIN_KEY, PREFIX, act_body
+from fixtures_gateway import act_body, CLIENT_KEY, CLIENT_TWO_CREDIT_KEY, MAIN_KEY, PREFIX
 import pytest
 import sequence_ai
 

@@ -4,7 +4,7 @@ import base64
 import copy
 import io
 
-from fixtures_gateway import AUTH, act_body, encode, raw_json
+from fixtures_gateway import act_body, AUTH, encode, raw_json
 import httpx
 from PIL import Image
 import pytest

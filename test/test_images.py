@@ -7,15 +7,14 @@ import io
 import numpy as np
 from PIL import Image
 import pytest
-
 from sequence_ai_ros.node.images import (
-    SUPPORTED_ENCODINGS,
-    EncodedFrame,
-    ImageError,
     encode_compressed_image,
     encode_raw_image,
+    EncodedFrame,
+    ImageError,
     letterbox_geometry,
     letterbox_image,
+    SUPPORTED_ENCODINGS,
 )
 
 RED = (255, 0, 0)

@@ -23,7 +23,7 @@ from .errors import ApiError
 from .fifo_gate import FifoGate
 from .keys import KeyLedger
 from .latency import LatencySampler
-from .policy_api import Policy, PolicyError, check_output
+from .policy_api import check_output, Policy, PolicyError
 from .stats import MODEL_SCOPE_KEY
 from .validation import ActRequest, lookup_model, parse_json, validate_act
 from .warmth import Warmth

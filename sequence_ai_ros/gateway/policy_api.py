@@ -18,7 +18,7 @@ the action for the moment the observation was taken. Anything else is answered 5
 
 from collections.abc import Callable, Sequence
 import importlib
-from typing import Any, Protocol, cast
+from typing import Any, cast, Protocol
 
 import numpy as np
 

@@ -10,7 +10,6 @@ seeded noise makes consecutive chunks disagree as a learned policy's samples do.
 from typing import Any
 
 import numpy as np
-
 from sequence_ai_ros import arm_model
 
 from .catalogue import ModelProfile

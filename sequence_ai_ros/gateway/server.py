@@ -12,7 +12,7 @@ import logging
 import sys
 
 from .app import create_app
-from .config import SCENARIOS, GatewayConfig
+from .config import GatewayConfig, SCENARIOS
 from .keys import KEYS_ENV, load_keys
 
 LOG = logging.getLogger('sequence_ai_ros.gateway')

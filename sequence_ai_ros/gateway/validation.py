@@ -14,7 +14,7 @@ from PIL import Image
 
 from .catalogue import Catalogue, ModelProfile
 from .errors import ApiError
-from .images import ImageError, decode_frame
+from .images import decode_frame, ImageError
 
 KNOWN_OPTIONS = ('action_horizon', 'seed', 'robot')
 _REQUEST_KEYS = ('model', 'observation')

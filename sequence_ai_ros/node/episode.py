@@ -20,7 +20,7 @@ from .diagnostics import error_kind
 from .images import ImageError
 from .inputs import InputCache
 from .params import NodeConfig
-from .safety import SafetyLimits, check_command
+from .safety import check_command, SafetyLimits
 
 COMMAND, HOLD, IDLE, END = 'command', 'hold', 'idle', 'end'
 

@@ -16,20 +16,19 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import SetParametersResult
 import rclpy
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
-from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CompressedImage, Image, JointState
+import sequence_ai_ros as sai
+from sequence_ai_ros.client.config import read_credentials_file
 from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-import sequence_ai_ros as sai
-from sequence_ai_ros.client.config import read_credentials_file
-
 from .commands import Command, supported_action_space, trajectory_message
-from .diagnostics import Health, build_statuses, diagnostic_array
-from .episode import COMMAND, END, HOLD, Episode
+from .diagnostics import build_statuses, diagnostic_array, Health
+from .episode import COMMAND, END, Episode, HOLD
 from .inputs import CameraInput, InputCache
-from .params import ConfigError, NodeConfig, declare_parameters, read_config
+from .params import ConfigError, declare_parameters, NodeConfig, read_config
 from .probe import wait_for_message
 
 COMMAND_TOPIC = 'joint_trajectory_controller/joint_trajectory'

@@ -12,7 +12,7 @@ from typing import Any
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, qos_profile_sensor_data
+from rclpy.qos import qos_profile_sensor_data, QoSProfile
 
 
 def wait_for_message(node: Node, msg_type: Any, topic: str, timeout_s: float,

@@ -3,7 +3,6 @@
 from collections.abc import Sequence
 
 import numpy as np
-
 from sequence_ai_ros import arm_model
 
 JOINT_NAMES = arm_model.JOINT_NAMES + (arm_model.GRIPPER_JOINT,)

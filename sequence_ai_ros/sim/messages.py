@@ -8,10 +8,9 @@ from builtin_interfaces.msg import Duration, Time
 import numpy as np
 from PIL import Image as PILImage
 from sensor_msgs.msg import CompressedImage, Image, JointState
+from sequence_ai_ros.sim.trajectory import make_trajectory, Trajectory
 from std_msgs.msg import Header
 from trajectory_msgs.msg import JointTrajectory
-
-from sequence_ai_ros.sim.trajectory import Trajectory, make_trajectory
 
 JPEG_QUALITY = 92
 

@@ -9,7 +9,6 @@ from collections.abc import Sequence
 
 import numpy as np
 from PIL import Image, ImageDraw
-
 from sequence_ai_ros import arm_model
 
 BACKGROUND_RGB = (40, 40, 40)
