@@ -115,7 +115,8 @@ class PluginPolicy:
         self.profile = profile
 
     def act(self, observation: dict, options: dict, rng: np.random.Generator) -> object:
-        steps, dim = options['action_horizon'], self.profile.action_dim  # type: ignore[attr-defined]
+        steps, dim = (options['action_horizon'],
+                      self.profile.action_dim)  # type: ignore[attr-defined]
         mode = observation['instruction']
         if mode == 'raise':
             raise RuntimeError('plug-in exploded')
@@ -193,7 +194,7 @@ def plugin_gateway():
     """Run a gateway serving PluginPolicy instead of the reference policy."""
     env = {'PYTHONPATH': os.pathsep.join([TEST_DIR, REPO_ROOT])}
     process = start_gateway(['--start-warm', '--policy', 'fixtures_gateway:make_plugin_policy'],
-                     env=env)
+                            env=env)
     yield process
     process.close()
 

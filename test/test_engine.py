@@ -137,7 +137,7 @@ def test_seam_measured_before_blending_and_blend_only_on_absolute_spaces():
                   chunk_factory=offset_chunk)
     plain = ChunkEngine(join='append')
     simulate(plain, steps=10, hz=10, ticks=60, latency=steady(0.2),
-                  chunk_factory=offset_chunk)
+             chunk_factory=offset_chunk)
     check_invariants(rb, blended)
     assert blended.stats.max_seam_jump == plain.stats.max_seam_jump > 900
     assert blended.stats.blended_steps > 0

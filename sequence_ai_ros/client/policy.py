@@ -348,4 +348,3 @@ class _RunLoop:
         out.latency_p99_s = quantile(latencies, 0.99)
         out.server_inference_p50_ms = quantile(list(stats.server_inference_ms), 0.5)
         out.obs_age_p50_s, out.obs_age_max_s = summarize(list(stats.obs_ages))
-

@@ -119,7 +119,8 @@ class ActionChunk:
         dim = _field(body, 'action_dim', int, where)
         if not 0 < dim <= MAX_ACTION_DIM:
             raise MalformedResponse(f'{where}.action_dim: {dim} is out of range')
-        hz = float(_field(body, 'control_frequency_hz', (int, float), where))  # type: ignore[arg-type]
+        hz = float(_field(body, 'control_frequency_hz',
+                          (int, float), where))  # type: ignore[arg-type]
         if not (math.isfinite(hz) and hz > 0):
             raise MalformedResponse(f'{where}.control_frequency_hz: {hz} is not a positive rate')
         steps = []

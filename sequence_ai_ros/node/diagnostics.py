@@ -250,4 +250,3 @@ def diagnostic_array(statuses: Sequence[DiagnosticStatus], stamp: Time) -> Diagn
     array = DiagnosticArray(status=list(statuses))
     array.header.stamp = stamp
     return array
-

@@ -239,4 +239,3 @@ class Episode:
         if positions:
             self.last_command = hold
         return hold
-

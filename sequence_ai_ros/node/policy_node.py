@@ -294,7 +294,6 @@ class PolicyNode(LifecycleNode):
         if self.inputs is not None:
             self.inputs.on_joint_state(list(msg.name), list(msg.position))
 
-
     def _on_instruction(self, msg: String) -> None:
         if self.inputs is not None and msg.data.strip():
             self.inputs.instruction = msg.data
