@@ -1,4 +1,5 @@
-"""The wire types as plain dataclasses; field names are the wire names."""
+"""The wire types as plain dataclasses; field names are the wire names."""  # noqa: A005
+# A005: the name shadows the stdlib `types`, but sequence_ai_ros.client.types is public API.
 
 from dataclasses import dataclass, field
 import math
@@ -146,7 +147,7 @@ class ActionChunk:
 class Prediction:
     """One /v1/act answer with the gateway's accounting: perf (server timings), usage, warnings."""
 
-    id: str
+    id: str  # noqa: A003 (the wire name; renaming it would break the public API)
     model: str
     action_chunk: ActionChunk
     perf: dict[str, Any] = field(default_factory=dict)
@@ -176,7 +177,7 @@ class Prediction:
 class Model:
     """One catalogue entry from GET /v1/models; the untouched row is kept in `raw`."""
 
-    id: str
+    id: str  # noqa: A003 (the wire name; renaming it would break the public API)
     endpoint: str
     architecture: str
     robot: str | None = None

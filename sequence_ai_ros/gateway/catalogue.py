@@ -19,7 +19,7 @@ class ModelProfile:
     which every duration is multiplied by s and the control rate divided by s (same steps).
     """
 
-    id: str
+    id: str  # noqa: A003 (the catalogue's wire name; policy plug-ins read profile.id)
     name: str
     endpoint: str
     architecture: str
