@@ -9,7 +9,7 @@ PACKAGE = 'sequence_ai_ros'
 
 
 def share(subdir: str, pattern: str) -> tuple[str, list[str]]:
-    """A data_files entry installing subdir/pattern under share/<package>/subdir."""
+    """Return a data_files entry installing subdir/pattern under share/<package>/subdir."""
     return (os.path.join('share', PACKAGE, subdir), sorted(glob(os.path.join(subdir, pattern))))
 
 

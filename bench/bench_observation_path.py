@@ -1,4 +1,5 @@
-"""Benchmark the observation image path: camera frame -> 224x224 JPEG -> request body.
+"""
+Benchmark the observation image path: camera frame -> 224x224 JPEG -> request body.
 
 Run: .venv/bin/python bench/bench_observation_path.py [--iterations N]
 
@@ -25,7 +26,7 @@ import time
 
 import numpy as np
 import PIL
-from PIL import Image, features
+from PIL import features, Image
 
 # Runnable from a fresh clone without `pip install -e .`.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -58,7 +59,7 @@ except (ImportError, OSError, RuntimeError):
 
 
 def render_scene(width: int, height: int, seed: int = 0, zoom: float = 1.0) -> np.ndarray:
-    """A table-top scene: gradient wall, wood-grain table, shaded objects, clutter, noise."""
+    """Draw a table-top scene: gradient wall, wood-grain table, shaded objects, clutter, noise."""
     rng = np.random.default_rng(seed)
     y, x = np.mgrid[0:height, 0:width].astype(np.float32)
     u = 0.5 + (x / width - 0.5) / zoom
@@ -121,7 +122,7 @@ def _raw_image(enc: str, w: int, h: int, step: int, data: bytes) -> Image.Image:
 def _variant(name: str, encode: Callable[[Image.Image], bytes],
              header: Callable[[bytes], tuple[int, int]],
              decode: Callable[[bytes, tuple[int, int]], Image.Image]) -> Candidate:
-    """The shipped path with the JPEG codec swapped; Pillow still resizes and pads."""
+    """Return the shipped path with the JPEG codec swapped; Pillow still resizes and pads."""
 
     def raw(enc: str, w: int, h: int, step: int, data: bytes) -> bytes:
         return encode(letterbox_image(_raw_image(enc, w, h, step, data), SIZE))
@@ -426,7 +427,7 @@ def bench_body(iterations: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument('--iterations', type=int, default=200)
     args = parser.parse_args()
     print('# Observation image path benchmark\n')

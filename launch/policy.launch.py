@@ -20,10 +20,10 @@
 # The API key is never an argument: the node reads $SEQUENCES_API_KEY, the credentials file or
 # the file named by the api_key_file parameter.
 
+from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction, RegisterEventHandler
 from launch.conditions import IfCondition
 from launch.events import matches_action
-from launch.launch_description import LaunchDescription
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import LifecycleNode
 from launch_ros.event_handlers import OnStateTransition

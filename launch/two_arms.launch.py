@@ -22,8 +22,8 @@
 # then copy the model's YAML per arm, set joint_names and gripper_joint to that arm's names,
 # pass it as <side>_params_file and remap <side>_joint_states_topic:=/joint_states.
 
+from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, GroupAction, IncludeLaunchDescription
-from launch.launch_description import LaunchDescription
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.substitutions import FindPackageShare

@@ -1,4 +1,5 @@
-"""sequence_ai_ros: drive a robot from a cloud-served robot policy, smoothly and safely.
+"""
+sequence_ai_ros: drive a robot from a cloud-served robot policy, smoothly and safely.
 
     import sequence_ai_ros as sai
 
@@ -41,7 +42,8 @@ __all__ = [
 
 def connect(model: str, *, api_key: str | None = None, base_url: str | None = None,
             control_hz: float | None = None, timeout_s: float = 30.0) -> Policy:
-    """Open a Policy on one model; nothing is sent (or billed) until the first request.
+    """
+    Open a Policy on one model; nothing is sent (or billed) until the first request.
 
     model       `pi05-droid` or the full `accounts/sequences/models/pi05-droid`
     api_key     else $SEQUENCES_API_KEY, else the credentials file
@@ -55,7 +57,7 @@ def connect(model: str, *, api_key: str | None = None, base_url: str | None = No
 
 def models(*, endpoint: str | None = None, api_key: str | None = None,
            base_url: str | None = None) -> list[Model]:
-    """The live catalogue (public: no key needed); endpoint='act' for action models."""
+    """Return the live catalogue (public: no key needed); endpoint='act' for action models."""
     transport = Transport(api_key=api_key, base_url=base_url, require_key=False)
     try:
         body = transport.get('/v1/models' + (f'?endpoint={endpoint}' if endpoint else ''))

@@ -1,4 +1,5 @@
-"""The reference arm and scene shared by the simulated arm and the gateway's reference policies.
+"""
+The reference arm and scene shared by the simulated arm and the gateway's reference policies.
 
 A DROID-like arm: a Franka Panda (7 revolute joints, modified DH parameters as published by
 Franka) plus a gripper, standing at the origin of a 1 m x 1 m table. The simulated arm draws
@@ -91,7 +92,8 @@ def clamp_to_limits(q: Sequence[float]) -> np.ndarray:
 
 
 def world_to_table_uv(x: float, y: float) -> tuple[float, float]:
-    """Table coordinates in [0, 1]^2 of a world point: u grows to the right (-y), v downward (-x).
+    """
+    Table coordinates in [0, 1]^2 of a world point: u grows to the right (-y), v downward (-x).
 
     The exterior camera looks straight down with the arm's base at the bottom centre, so an image
     of the table alone maps u, v to pixels by scaling; padding or resizing only moves the table.

@@ -1,4 +1,5 @@
-"""Start and spin a node so that SIGINT/SIGTERM end it cleanly (Humble to Kilted).
+"""
+Start and spin a node so that SIGINT/SIGTERM end it cleanly (Humble to Kilted).
 
 rclpy's own signal handlers shut the context down at once, so a node could no longer publish
 its last hold. Here a signal only raises KeyboardInterrupt in the spinning thread; the node

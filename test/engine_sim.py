@@ -9,7 +9,7 @@ from sequence_ai_ros.client.types import ActionChunk
 
 def make_chunk(ticket: int, steps: int, hz: float, space: str = 'joint_position',
                dim: int = 2, offset: float = 0.0) -> ActionChunk:
-    """A chunk whose values name where they came from: [ticket*1000 + index + offset, ...]."""
+    """Make a chunk whose values name where they came from: [ticket*1000 + index + offset, ...]."""
     rows = [[ticket * 1000.0 + i + offset] * dim for i in range(steps)]
     return ActionChunk(steps=rows, robot='droid', action_space=space, action_dim=dim,
                        control_frequency_hz=hz, covers_seconds=steps / hz)

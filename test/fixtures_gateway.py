@@ -1,4 +1,5 @@
-"""Fixtures that start the local gateway as a real process, and helpers to build requests.
+"""
+Fixtures that start the local gateway as a real process, and helpers to build requests.
 
 Every gateway here runs at a small --time-scale, so model seconds pass 50-100x faster.
 """
@@ -15,7 +16,6 @@ import httpx
 import numpy as np
 from PIL import Image, ImageDraw
 import pytest
-
 from sequence_ai_ros import arm_model
 from sequence_ai_ros.gateway.process import GatewayProcess
 
@@ -40,7 +40,7 @@ REPO_ROOT = str(Path(__file__).resolve().parents[1])
 def render_scene(target_xy: tuple[float, float] | None, frame: tuple[int, int] = (320, 240),
                  table_box: tuple[int, int, int, int] = (40, 20, 280, 220), out: int = 224,
                  q: np.ndarray = arm_model.HOME) -> Image.Image:
-    """A top-down camera frame: floor, table, red disc, the arm; letterboxed into out x out."""
+    """Draw a top-down camera frame: floor, table, red disc, arm; letterboxed into out x out."""
     image = Image.new('RGB', frame, (90, 90, 95))
     draw = ImageDraw.Draw(image)
     x0, y0, x1, y1 = table_box
@@ -73,7 +73,7 @@ def encode(image: Image.Image, fmt: str = 'JPEG') -> str:
 
 def act_body(model: str = 'pi05-droid', target_xy: tuple[float, float] | None = (0.55, 0.2),
              q: np.ndarray = arm_model.HOME, **options: object) -> dict:
-    """A valid /v1/act body with both camera views and HOME joints."""
+    """Build a valid /v1/act body with both camera views and HOME joints."""
     frame = encode(render_scene(target_xy, q=q))
     wrist = encode(Image.new('RGB', (224, 224), (40, 40, 40)))
     return {
@@ -115,7 +115,8 @@ class PluginPolicy:
         self.profile = profile
 
     def act(self, observation: dict, options: dict, rng: np.random.Generator) -> object:
-        steps, dim = options['action_horizon'], self.profile.action_dim  # type: ignore[attr-defined]
+        steps, dim = (options['action_horizon'],
+                      self.profile.action_dim)  # type: ignore[attr-defined]
         mode = observation['instruction']
         if mode == 'raise':
             raise RuntimeError('plug-in exploded')
@@ -129,14 +130,14 @@ class PluginPolicy:
 
 
 def make_plugin_policy(profile: object) -> PluginPolicy:
-    """The factory named on the plug-in gateway's command line."""
+    """Make a PluginPolicy: the factory named on the plug-in gateway's command line."""
     return PluginPolicy(profile)
 
 
 # -- gateways -------------------------------------------------------------------------------
 
 def start_gateway(args: list[str], **kwargs: object) -> GatewayProcess:
-    """A started GatewayProcess at TIME_SCALE with extra flags."""
+    """Return a started GatewayProcess at TIME_SCALE with extra flags."""
     return GatewayProcess(['--time-scale', str(TIME_SCALE), *args], **kwargs).start()
 
 
@@ -190,17 +191,17 @@ def small_body_gateway():
 
 @pytest.fixture(scope='module')
 def plugin_gateway():
-    """Serving PluginPolicy instead of the reference policy."""
+    """Run a gateway serving PluginPolicy instead of the reference policy."""
     env = {'PYTHONPATH': os.pathsep.join([TEST_DIR, REPO_ROOT])}
     process = start_gateway(['--start-warm', '--policy', 'fixtures_gateway:make_plugin_policy'],
-                     env=env)
+                            env=env)
     yield process
     process.close()
 
 
 @pytest.fixture(scope='module')
 def tls_files(tmp_path_factory):
-    """A self-signed certificate for 127.0.0.1, made with the openssl CLI."""
+    """Make a self-signed certificate for 127.0.0.1 with the openssl CLI."""
     openssl = shutil.which('openssl')
     if openssl is None:
         pytest.skip('no openssl CLI to make a self-signed certificate')

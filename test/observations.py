@@ -17,7 +17,7 @@ def frame_b64(q, target_xy=(0.5, 0.2), view='exterior_1') -> str:
 
 def observation(q=arm_model.HOME, target_xy=(0.5, 0.2), instruction='reach the red disc',
                 views=('exterior_1', 'wrist'), joints=None) -> Observation:
-    """A valid observation for the DROID-family models."""
+    """Build a valid observation for the DROID-family models."""
     positions = [float(v) for v in (q if joints is None else joints)]
     return Observation(
         images=[ImageFrame(view=v, data=frame_b64(q, target_xy, v)) for v in views],

@@ -8,12 +8,11 @@ import warnings
 
 from observations import observation
 import pytest
-
 import sequence_ai_ros as sai
 from sequence_ai_ros import arm_model
 from sequence_ai_ros.client import config
 from sequence_ai_ros.client import policy as policy_module
-from sequence_ai_ros.gateway.process import GatewayProcess, free_port
+from sequence_ai_ros.gateway.process import free_port, GatewayProcess
 
 KEY = 'seq_client_tests_key_0000000001'
 POOR_KEY = 'seq_client_tests_poor_key_00002'

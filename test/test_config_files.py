@@ -12,7 +12,6 @@ import pytest
 import rclpy
 from rclpy.lifecycle import LifecycleNode
 from rclpy.node import Node
-
 from sequence_ai_ros import arm_model
 from sequence_ai_ros.client import types
 from sequence_ai_ros.node import params

@@ -5,13 +5,12 @@ import warnings
 
 from engine_sim import make_chunk, simulate
 import pytest
-
-from sequence_ai_ros.client.engine import ChunkEngine, blend_weight
+from sequence_ai_ros.client.engine import blend_weight, ChunkEngine
 from sequence_ai_ros.client.latency import LatencyWindow, quantile
 
 
 def check_invariants(result, engine):
-    """What must hold for any run: provenance, order, no stale override, counts add up."""
+    """Check what must hold for any run: provenance, order, no stale override, counts add up."""
     last_key = (-1, -1)
     for step in result.played:
         chunk = result.produced[step.chunk]
@@ -171,7 +170,7 @@ def test_seam_measured_before_blending_and_blend_only_on_absolute_spaces():
                   chunk_factory=offset_chunk)
     plain = ChunkEngine(join='append')
     simulate(plain, steps=10, hz=10, ticks=60, latency=steady(0.2),
-                  chunk_factory=offset_chunk)
+             chunk_factory=offset_chunk)
     check_invariants(rb, blended)
     assert blended.stats.max_seam_jump == plain.stats.max_seam_jump > 900
     assert blended.stats.blended_steps > 0

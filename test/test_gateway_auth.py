@@ -1,9 +1,8 @@
 """Keys and credit: 401, 402, free failures, masking, and keys never echoed."""
 
-from fixtures_gateway import AUTH, MAIN_KEY, TEST_KEYS, TWO_CREDIT_KEY, act_body
+from fixtures_gateway import act_body, AUTH, MAIN_KEY, TEST_KEYS, TWO_CREDIT_KEY
 import httpx
 import pytest
-
 from sequence_ai_ros.gateway.keys import KeyLedger, load_keys, mask
 
 

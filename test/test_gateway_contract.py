@@ -2,7 +2,7 @@
 
 import math
 
-from fixtures_gateway import MODELS, PREFIX, TIME_SCALE, act_body
+from fixtures_gateway import act_body, MODELS, PREFIX, TIME_SCALE
 import httpx
 import pytest
 

@@ -1,11 +1,10 @@
 """The reference policy reads the frame and reaches for the disc; `--policy` plug-ins."""
 
-from fixtures_gateway import MODELS, act_body, encode, integrate, render_scene
+from fixtures_gateway import act_body, encode, integrate, MODELS, render_scene
 import httpx
 import numpy as np
 from PIL import Image
 import pytest
-
 from sequence_ai_ros import arm_model
 from sequence_ai_ros.gateway.scene import read_scene
 

@@ -1,11 +1,12 @@
-"""The published sequence-ai 0.1.0 client works against the local gateway unchanged.
+"""
+The published sequence-ai 0.1.0 client works against the local gateway unchanged.
 
 `sequence-ai==0.1.0` is pinned in requirements-dev.txt and used exactly as published.
 """
 
 import time
 
-from fixtures_gateway import CLIENT_KEY, CLIENT_TWO_CREDIT_KEY, MAIN_KEY, PREFIX, act_body
+from fixtures_gateway import act_body, CLIENT_KEY, CLIENT_TWO_CREDIT_KEY, MAIN_KEY, PREFIX
 import pytest
 import sequence_ai
 

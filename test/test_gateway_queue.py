@@ -5,10 +5,9 @@ from concurrent.futures import ThreadPoolExecutor
 import statistics
 import time
 
-from fixtures_gateway import PREFIX, act_body
+from fixtures_gateway import act_body, PREFIX
 import httpx
 import pytest
-
 from sequence_ai_ros.gateway.fifo_gate import FifoGate
 
 LATENCY_S = 5 * 0.02  # --latency-median-s 5 at --time-scale 0.02

@@ -6,10 +6,9 @@ import statistics
 import subprocess
 import sys
 
-from fixtures_gateway import AUTH, REPO_ROOT, act_body, start_gateway
+from fixtures_gateway import act_body, AUTH, REPO_ROOT, start_gateway
 import httpx
 import pytest
-
 from sequence_ai_ros.gateway.catalogue import load_catalogue
 from sequence_ai_ros.gateway.latency import LatencySampler
 from sequence_ai_ros.gateway.process import GatewayProcess

@@ -4,7 +4,7 @@ import base64
 import copy
 import io
 
-from fixtures_gateway import AUTH, act_body, encode, raw_json
+from fixtures_gateway import act_body, AUTH, encode, raw_json
 import httpx
 from PIL import Image
 import pytest
@@ -43,7 +43,7 @@ def _gif() -> str:
 
 
 def _set(path: str, value: object):
-    """A mutation of the valid body: set the dotted path (list indices as numbers)."""
+    """Return a mutation of the valid body: set the dotted path (list indices as numbers)."""
     def apply(body: dict) -> None:
         *parents, last = [int(p) if p.isdigit() else p for p in path.split('.')]
         node = body

@@ -1,4 +1,5 @@
-"""Cold workers: 503 warming_up at once, warm after the cold start, cold again after idling.
+"""
+Cold workers: 503 warming_up at once, warm after the cold start, cold again after idling.
 
 The cold gateway runs at --time-scale 0.01 with a 50 model-second cold start (0.5 s) and a
 40 model-second idle timeout (0.4 s).
@@ -6,9 +7,8 @@ The cold gateway runs at --time-scale 0.01 with a 50 model-second cold start (0.
 
 import time
 
-from fixtures_gateway import AUTH, MAIN_KEY, PREFIX, act_body
+from fixtures_gateway import act_body, AUTH, MAIN_KEY, PREFIX
 import httpx
-
 from sequence_ai_ros.gateway.errors import WarmingUp
 from sequence_ai_ros.gateway.keys import mask
 from sequence_ai_ros.gateway.warmth import Warmth

@@ -7,15 +7,14 @@ import io
 import numpy as np
 from PIL import Image
 import pytest
-
 from sequence_ai_ros.node.images import (
-    SUPPORTED_ENCODINGS,
-    EncodedFrame,
-    ImageError,
     encode_compressed_image,
     encode_raw_image,
+    EncodedFrame,
+    ImageError,
     letterbox_geometry,
     letterbox_image,
+    SUPPORTED_ENCODINGS,
 )
 
 RED = (255, 0, 0)
@@ -40,7 +39,7 @@ def assert_colour(region: np.ndarray, rgb: tuple[int, int, int], tol: float = TO
 
 
 def red_blue(width: int = 640, height: int = 480) -> np.ndarray:
-    """An RGB frame whose left half is red and right half blue."""
+    """Make an RGB frame whose left half is red and right half blue."""
     frame = np.zeros((height, width, 3), np.uint8)
     frame[:, : width // 2] = RED
     frame[:, width // 2:] = BLUE

@@ -132,11 +132,10 @@ if launch_testing is not None:
     from lifecycle_msgs.srv import GetState
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
-    from trajectory_msgs.msg import JointTrajectory
-
     from sequence_ai_ros import arm_model
     from sequence_ai_ros.gateway.keys import KEYS_ENV
     from sequence_ai_ros.gateway.process import free_port
+    from trajectory_msgs.msg import JointTrajectory
 
     @pytest.mark.launch_test
     @launch_testing.markers.keep_alive

@@ -8,11 +8,10 @@ import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 import pytest
-from ros_harness import PolicyNodeProcess, Robot, RosSide, node_parameters, wait_until
-from std_msgs.msg import Bool
-
+from ros_harness import node_parameters, PolicyNodeProcess, Robot, RosSide, wait_until
 from sequence_ai_ros import arm_model
 from sequence_ai_ros.gateway.process import GatewayProcess
+from std_msgs.msg import Bool
 
 KEY = 'seq_node_tests_key_0000000000001'
 ENV = {'SEQUENCES_API_KEY': KEY}

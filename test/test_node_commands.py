@@ -4,13 +4,12 @@ import math
 
 from builtin_interfaces.msg import Duration
 import pytest
-
 from sequence_ai_ros.node.commands import (
     Command,
     CommandMapper,
-    UnsupportedActionSpace,
     supported_action_space,
     trajectory_message,
+    UnsupportedActionSpace,
 )
 from sequence_ai_ros.sim.arm import JOINT_NAMES as SIM_JOINTS
 from sequence_ai_ros.sim.messages import trajectory_from_msg

@@ -6,7 +6,6 @@ import re
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticStatus
 import pytest
-
 from sequence_ai_ros.client.errors import (
     AuthError,
     InvalidRequest,
@@ -16,10 +15,10 @@ from sequence_ai_ros.client.errors import (
     Unavailable,
 )
 from sequence_ai_ros.node.diagnostics import (
-    Health,
     build_statuses,
     diagnostic_array,
     error_kind,
+    Health,
 )
 
 OK, WARN, ERROR = DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR

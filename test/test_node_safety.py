@@ -3,12 +3,11 @@
 import math
 
 import pytest
-
 from sequence_ai_ros.node.safety import (
-    SafetyLimits,
     check_command,
     check_joint_positions,
     input_age_problem,
+    SafetyLimits,
 )
 
 NAMES = ('j1', 'j2', 'j3', 'gripper')

@@ -19,12 +19,11 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage, Image, JointState
+from sequence_ai_ros import arm_model
+from sequence_ai_ros.sim.render import world_to_pixel
 from std_msgs.msg import Float64
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
-
-from sequence_ai_ros import arm_model
-from sequence_ai_ros.sim.render import world_to_pixel
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET = (0.45, -0.1)

@@ -4,13 +4,12 @@ import time
 
 import numpy as np
 import pytest
-
 from sequence_ai_ros import arm_model
 from sequence_ai_ros.sim.render import (
     BACKGROUND_RGB,
-    TARGET_RADIUS,
     SceneRenderer,
     table_square,
+    TARGET_RADIUS,
     world_to_pixel,
 )
 

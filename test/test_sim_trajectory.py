@@ -5,16 +5,15 @@ import math
 from builtin_interfaces.msg import Duration, Time
 import numpy as np
 import pytest
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
-
 from sequence_ai_ros import arm_model
-from sequence_ai_ros.sim.arm import GRIPPER_VELOCITY_LIMIT, JOINT_NAMES, SimArm, initial_state
+from sequence_ai_ros.sim.arm import GRIPPER_VELOCITY_LIMIT, initial_state, JOINT_NAMES, SimArm
 from sequence_ai_ros.sim.messages import trajectory_from_msg
 from sequence_ai_ros.sim.trajectory import (
+    make_trajectory,
     TrajectoryError,
     TrajectoryExecutor,
-    make_trajectory,
 )
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 Q0 = initial_state(arm_model.HOME)
 ZERO = np.zeros(len(JOINT_NAMES))

@@ -46,7 +46,7 @@ def write_credentials_file(key: str, path: Path | None = None) -> Path:
 
 
 def resolve_api_key(api_key: str | None = None) -> tuple[str | None, str]:
-    """The key and where it came from: argument, then $SEQUENCES_API_KEY, then the file."""
+    """Return the key and where it came from: argument, then $SEQUENCES_API_KEY, then the file."""
     if api_key:
         return api_key, 'argument'
     env = os.environ.get('SEQUENCES_API_KEY')
@@ -59,13 +59,13 @@ def resolve_api_key(api_key: str | None = None) -> tuple[str | None, str]:
 
 
 def resolve_base_url(base_url: str | None = None) -> str:
-    """The argument, then $SEQUENCES_BASE_URL, then production; without a trailing slash."""
+    """Return the argument, then $SEQUENCES_BASE_URL, then production; without a trailing slash."""
     url = base_url or os.environ.get('SEQUENCES_BASE_URL') or DEFAULT_BASE_URL
     return url.rstrip('/')
 
 
 def mask_key(key: str | None) -> str:
-    """A key as it may appear anywhere a person reads: `seq_…abcd`."""
+    """Mask a key as it may appear anywhere a person reads: `seq_…abcd`."""
     if not key:
         return '<none>'
     return f'{key[:4]}…{key[-4:]}' if len(key) > 12 else '<set>'

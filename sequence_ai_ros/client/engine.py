@@ -1,4 +1,5 @@
-"""The chunk engine: which action plays at time t, and whether a request starts now.
+"""
+The chunk engine: which action plays at time t, and whether a request starts now.
 
 A pure, single-threaded object with no I/O: the driver (Policy.run's sleep loop, or the ROS
 node's timer) tells it when requests start, when chunks arrive and when it needs an action.
@@ -26,7 +27,8 @@ SERIES_LIMIT = 10_000
 
 
 def blend_weight(i: int, n: int, blend: str) -> float:
-    """Weight of the model's step i (0-based) in an n-step ramp out of the last action.
+    """
+    Weight of the model's step i (0-based) in an n-step ramp out of the last action.
 
     Linear is the seed's ramp (a velocity kink at both ends); min_jerk is 10s^3 - 15s^4 + 6s^5,
     whose velocity and acceleration are zero at both ends.
@@ -130,12 +132,12 @@ class ChunkEngine:
 
     @property
     def buffered(self) -> int:
-        """Steps left in the plan."""
+        """Count the steps left in the plan."""
         return len(self._plan)
 
     @property
     def inflight(self) -> int:
-        """Requests started and not yet arrived or failed."""
+        """Count the requests started and not yet arrived or failed."""
         return len(self._inflight)
 
     @property
@@ -153,11 +155,12 @@ class ChunkEngine:
         return len(self._plan) * self.period
 
     def committed_steps(self) -> int:
-        """Steps buffered plus those the in-flight and parked requests are expected to bring."""
+        """Count the steps buffered plus those in-flight and parked requests will bring."""
         return len(self._plan) + (len(self._inflight) + len(self._parked)) * self._chunk_steps
 
     def covered_until(self, now: float) -> float:
-        """The time until which the plan, plus the requests in flight, will keep the arm moving.
+        """
+        Return the time until which the plan and the requests in flight keep the arm moving.
 
         A request in flight for longer than the planning latency is late: it is not counted,
         so a backup request starts while a slot is free instead of the arm starving behind it.
@@ -179,7 +182,7 @@ class ChunkEngine:
         return None if latency is None else latency + self.period
 
     def should_request(self, now: float) -> bool:
-        """True when a request should start now (the driver then observes and calls started)."""
+        """Decide if a request should start now (the driver then observes and calls started)."""
         if len(self._inflight) >= self.max_inflight:
             return False
         if not self._plan and not self._inflight:
@@ -202,14 +205,15 @@ class ChunkEngine:
         return ticket
 
     def request_failed(self, ticket: int) -> None:
-        """A request ended without a chunk."""
+        """Record that a request ended without a chunk."""
         if self._inflight.pop(ticket, None) is not None:
             self.stats.failed_requests += 1
         self._release_parked()
 
     def chunk_arrived(self, ticket: int, chunk: ActionChunk, now: float, *,
                       server_ms: float | None = None, replace: bool = False) -> bool:
-        """Join a chunk into the plan; False when it is stale (a newer plan is already in).
+        """
+        Join a chunk into the plan; False when it is stale (a newer plan is already in).
 
         In append mode a chunk that overtook an older request waits (parked) for it, so chunks
         play in observation order and none is wasted. `replace` installs it as the whole plan
@@ -231,7 +235,11 @@ class ChunkEngine:
         return True
 
     def next_action(self, now: float) -> PlannedStep | None:
-        """The action to play at `now`, or None when the plan is empty (an underrun if moving)."""
+        """
+        Return the action to play at `now`.
+
+        None when the plan is empty (an underrun if moving).
+        """
         if not self._plan and self._parked:
             # An older request is holding back a chunk in hand while the arm would starve:
             # give up on the older one (it becomes stale when it lands) and play the newer.

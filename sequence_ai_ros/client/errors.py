@@ -1,7 +1,6 @@
 """Typed errors: a controller reacts differently to each, so each is its own class."""
 
 
-
 class SequencesError(Exception):
     """Base error. Keeps the HTTP status and the server's raw body (which never holds the key)."""
 

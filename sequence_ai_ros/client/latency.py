@@ -6,7 +6,11 @@ import math
 
 
 def quantile(values: Sequence[float], q: float) -> float | None:
-    """Nearest-rank quantile (no interpolation: it is always a latency that really happened)."""
+    """
+    Return the nearest-rank quantile.
+
+    No interpolation: it is always a latency that really happened.
+    """
     if not values:
         return None
     ordered = sorted(values)
@@ -41,15 +45,16 @@ class LatencyWindow:
         return len(self._samples)
 
     def samples(self) -> list[float]:
-        """A copy of the window, oldest first."""
+        """Return a copy of the window, oldest first."""
         return list(self._samples)
 
     def q(self, q: float) -> float | None:
-        """A quantile of the window."""
+        """Return a quantile of the window."""
         return quantile(self._samples, q)
 
     def planning_latency(self) -> float | None:
-        """The latency to plan a prefetch against: a high quantile that adapts to a step change.
+        """
+        Return the latency to plan a prefetch against: a high quantile adapting to a step change.
 
         The recent median times the window's tail ratio (p99 / median), never below the worst
         recent sample. A p99 from fewer than TAIL_SAMPLES samples is just their maximum, biased

@@ -5,7 +5,8 @@ from dataclasses import dataclass
 
 @dataclass
 class RunOutcome:
-    """What Policy.run() did. The seed's fields and repr, plus the engine's measurements.
+    """
+    What Policy.run() did. The seed's fields and repr, plus the engine's measurements.
 
     `max_seam_jump` is the largest per-dimension jump between the last executed action and the
     first action played from a new chunk, measured before any blending; it reads as a position

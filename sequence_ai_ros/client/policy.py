@@ -1,4 +1,5 @@
-"""Policy: one model, one kept-alive connection, three ways to drive it.
+"""
+Policy: one model, one kept-alive connection, three ways to drive it.
 
 predict(obs)        the whole chunk; you do everything
 next_action(obs)    we hold the buffer (and prefetch), you own the cadence
@@ -57,7 +58,7 @@ class Policy:
 
     @property
     def model(self) -> str:
-        """The full model id."""
+        """Return the full model id."""
         return self._model
 
     @property
@@ -104,7 +105,11 @@ class Policy:
                    on_chunk: Callable[[Prediction], Any] | None = None,
                    clock: Callable[[], float] = time.monotonic,
                    **options: Any) -> ActionStream:
-        """An ActionStream on this Policy's connection, for drivers with their own clock (ROS)."""
+        """
+        Make an ActionStream on this Policy's connection.
+
+        For drivers with their own clock (ROS).
+        """
         self._assert_open()
         engine = ChunkEngine(join=join, prefetch=prefetch, max_inflight=max_inflight,
                              control_hz=self._control_hz, smooth_seam=smooth_seam,
@@ -114,7 +119,8 @@ class Policy:
     # -- you do everything ------------------------------------------------------------------
 
     def predict(self, observation: Observation, **options: Any) -> Prediction:
-        """One inference; the chunk also becomes next_action()'s buffer.
+        """
+        One inference; the chunk also becomes next_action()'s buffer.
 
         `options` pass through to the request body (action_horizon, seed, ...). What comes back
         is model output, not a safe robot command.
@@ -136,7 +142,8 @@ class Policy:
 
     def next_action(self, observation: Observation | None = None,
                     **options: Any) -> list[float]:
-        """The next action, refilling when the buffer runs dry; never None.
+        """
+        Return the next action, refilling when the buffer runs dry; never None.
 
         Pass `observation` on every call: it starts a background refill when the buffered time
         drops below the measured latency (so the buffer rarely runs dry), and is what a refill
@@ -178,7 +185,8 @@ class Policy:
             on_underrun: Callable[[float], Any] | None = None, prefetch: bool = True,
             startup_timeout_s: float = 0.0, smooth_seam: int = 0, join: str = 'append',
             max_inflight: int = 2, seam_blend: str = 'linear', **options: Any) -> RunOutcome:
-        """Run a bounded control loop and report what happened.
+        """
+        Run a bounded control loop and report what happened.
 
         observe      returns the current Observation; called on this thread only
         act          called once per action, on this thread, paced at the chunk's rate
@@ -288,7 +296,7 @@ class _RunLoop:
                 deadline = time.monotonic()  # far behind: do not burst to catch up
 
     def _refill(self) -> None:
-        """The plan ran dry: wait for a request in flight, or make one (refill-when-empty)."""
+        """Refill a dry plan: wait for a request in flight, or make one (refill-when-empty)."""
         if self.stream.inflight:
             self.stream.wait()
             return
@@ -296,7 +304,7 @@ class _RunLoop:
         self.stream.wait()
 
     def _first_chunk(self) -> None:
-        """The first chunk, waiting out a warming worker only here, before anything moves."""
+        """Get the first chunk, waiting out a warming worker only here, before anything moves."""
         deadline = time.monotonic() + self.startup_timeout_s
         while True:
             captured = time.monotonic()
@@ -340,4 +348,3 @@ class _RunLoop:
         out.latency_p99_s = quantile(latencies, 0.99)
         out.server_inference_p50_ms = quantile(list(stats.server_inference_ms), 0.5)
         out.obs_age_p50_s, out.obs_age_max_s = summarize(list(stats.obs_ages))
-

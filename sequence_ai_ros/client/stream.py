@@ -1,4 +1,5 @@
-"""ActionStream: the chunk engine plus the requests in flight, as one non-blocking step.
+"""
+ActionStream: the chunk engine plus the requests in flight, as one non-blocking step.
 
 Policy.run() calls `step()` from a sleep loop and the ROS node calls it from a timer. The HTTP
 calls run on worker threads; chunks are joined into the engine only on the driver's thread,
@@ -19,7 +20,8 @@ Sender = Callable[[Observation, dict[str, Any]], Prediction]
 
 
 class ActionStream:
-    """Drive a ChunkEngine against a sender with up to `engine.max_inflight` requests in flight.
+    """
+    Drive a ChunkEngine against a sender with up to `engine.max_inflight` requests in flight.
 
     `observe` passed to step() returns an Observation, or a zero-argument callable that builds
     one; a callable is built on the worker thread, which keeps image encoding off a control
@@ -48,7 +50,8 @@ class ActionStream:
 
     def step(self, now: float, observe: Callable[[], ObservationSource],
              *, allow_request: bool = True) -> PlannedStep | None:
-        """Join arrived chunks, start a request if the engine asks, and return the action.
+        """
+        Join arrived chunks, start a request if the engine asks, and return the action.
 
         Raises the first failed request's error (typed SequencesError), after marking it.
         """
@@ -108,7 +111,7 @@ class ActionStream:
 
     @property
     def inflight(self) -> int:
-        """Requests not yet joined."""
+        """Count the requests not yet joined."""
         return len(self._futures)
 
     def abandon(self) -> None:

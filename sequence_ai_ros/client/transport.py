@@ -28,7 +28,8 @@ def _version() -> str:
 
 
 class Transport:
-    """HTTP to the gateway over one connection that stays open for the life of the Policy.
+    """
+    HTTP to the gateway over one connection that stays open for the life of the Policy.
 
     The handshake is most of a bare request over the internet (185 ms of 306 ms measured on the
     hosted gateway), so the connection is the thing to keep. The key lives only in the
@@ -107,7 +108,7 @@ class Transport:
 
 
 def _retry_after(detail: dict[str, Any], headers: httpx.Headers) -> float | None:
-    """The body's number, else the header's, else None: never a made-up wait."""
+    """Return the body's number, else the header's, else None: never a made-up wait."""
     for raw in (detail.get('retry_after_s'), headers.get('Retry-After')):
         try:
             value = float(raw)  # type: ignore[arg-type]
@@ -119,7 +120,7 @@ def _retry_after(detail: dict[str, Any], headers: httpx.Headers) -> float | None
 
 
 def error_for(response: httpx.Response) -> SequencesError:
-    """The typed error for a non-2xx answer, with the server's own message passed through."""
+    """Build the typed error for a non-2xx answer, with the server's own message passed through."""
     status = response.status_code
     text = response.text[:4000]
     try:

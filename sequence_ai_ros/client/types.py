@@ -1,4 +1,5 @@
-"""The wire types as plain dataclasses; field names are the wire names."""
+"""The wire types as plain dataclasses; field names are the wire names."""  # noqa: A005
+# A005: the name shadows the stdlib `types`, but sequence_ai_ros.client.types is public API.
 
 from dataclasses import dataclass, field
 import math
@@ -14,7 +15,7 @@ ABSOLUTE_MARKERS = ('absolute', 'position', 'joint_pos')
 
 
 def is_absolute_space(action_space: str | None) -> bool:
-    """True when actions are absolute targets rather than increments or rates."""
+    """Return True when actions are absolute targets rather than increments or rates."""
     return any(m in (action_space or '').lower() for m in ABSOLUTE_MARKERS)
 
 
@@ -49,7 +50,7 @@ class Observation:
     instruction: str
 
     def to_wire(self) -> dict[str, Any]:
-        """The JSON object for `observation`, with None fields dropped instead of sent as null."""
+        """Return the JSON object for `observation`; None fields are dropped, not sent as null."""
         proprio = {k: v for k, v in vars(self.proprioception).items() if v is not None}
         images = []
         for frame in self.images:
@@ -83,7 +84,8 @@ def _field(body: dict[str, Any], name: str, kind: type, where: str) -> Any:
 
 @dataclass
 class ActionChunk:
-    """A block of future actions. Model output, not a safe robot command: validate before acting.
+    """
+    A block of future actions. Model output, not a safe robot command: validate before acting.
 
     Step 0 is the action for the moment the observation was taken; step i is i / hz later.
     """
@@ -100,7 +102,8 @@ class ActionChunk:
 
     @classmethod
     def from_wire(cls, body: Any) -> 'ActionChunk':
-        """Build and check a chunk; steps may be `{"index", "values"}` objects or flat lists.
+        """
+        Build and check a chunk; steps may be `{"index", "values"}` objects or flat lists.
 
         Anything that would put a wrong number on its way to the motors raises MalformedResponse:
         no steps, too many, a step of the wrong length, non-finite values, a rate that is not
@@ -117,7 +120,8 @@ class ActionChunk:
         dim = _field(body, 'action_dim', int, where)
         if not 0 < dim <= MAX_ACTION_DIM:
             raise MalformedResponse(f'{where}.action_dim: {dim} is out of range')
-        hz = float(_field(body, 'control_frequency_hz', (int, float), where))  # type: ignore[arg-type]
+        hz = float(_field(body, 'control_frequency_hz',
+                          (int, float), where))  # type: ignore[arg-type]
         if not (math.isfinite(hz) and hz > 0):
             raise MalformedResponse(f'{where}.control_frequency_hz: {hz} is not a positive rate')
         steps = []
@@ -143,7 +147,7 @@ class ActionChunk:
 class Prediction:
     """One /v1/act answer with the gateway's accounting: perf (server timings), usage, warnings."""
 
-    id: str
+    id: str  # noqa: A003 (the wire name; renaming it would break the public API)
     model: str
     action_chunk: ActionChunk
     perf: dict[str, Any] = field(default_factory=dict)
@@ -173,7 +177,7 @@ class Prediction:
 class Model:
     """One catalogue entry from GET /v1/models; the untouched row is kept in `raw`."""
 
-    id: str
+    id: str  # noqa: A003 (the wire name; renaming it would break the public API)
     endpoint: str
     architecture: str
     robot: str | None = None

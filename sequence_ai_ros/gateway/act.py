@@ -1,4 +1,5 @@
-"""POST /v1/act: auth and credit, body, validation, warm-up, the FIFO queue, inference, reply.
+"""
+POST /v1/act: auth and credit, body, validation, warm-up, the FIFO queue, inference, reply.
 
 Order of checks: 401, 402, 413, 400, 404, 422, then 503 warming, so deterministic mistakes
 are reported before a cold model is woken. One unit of credit is held from the 402 check and
@@ -22,7 +23,7 @@ from .errors import ApiError
 from .fifo_gate import FifoGate
 from .keys import KeyLedger
 from .latency import LatencySampler
-from .policy_api import Policy, PolicyError, check_output
+from .policy_api import check_output, Policy, PolicyError
 from .stats import MODEL_SCOPE_KEY
 from .validation import ActRequest, lookup_model, parse_json, validate_act
 from .warmth import Warmth

@@ -16,7 +16,7 @@ from .catalogue import load_catalogue
 from .config import GatewayConfig
 from .keys import KeyLedger
 from .latency import LatencySampler
-from .policy_api import PolicyFactory, load_factory
+from .policy_api import load_factory, PolicyFactory
 from .reference_policy import ReferencePolicy
 from .stats import Stats, StatsMiddleware
 from .warmth import Warmth

@@ -13,7 +13,7 @@ def _too_large(limit: int, what: str) -> ApiError:
 
 
 async def read_body(request: Request, limit: int) -> bytes:
-    """The whole body, or ApiError 413 as soon as it is known to exceed `limit` bytes."""
+    """Read the whole body, or raise ApiError 413 once it is known to exceed `limit` bytes."""
     declared = request.headers.get('content-length')
     if declared is not None:
         try:

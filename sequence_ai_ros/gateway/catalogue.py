@@ -12,13 +12,14 @@ ACTION_SPACES = ('joint_absolute', 'joint_position', 'joint_delta', 'joint_veloc
 
 @dataclass(frozen=True)
 class ModelProfile:
-    """One model as the gateway serves it; times are wall seconds at `time_scale`.
+    """
+    One model as the gateway serves it; times are wall seconds at `time_scale`.
 
     A profile read from the catalogue has time_scale 1.0; `scaled(s)` gives the served view in
     which every duration is multiplied by s and the control rate divided by s (same steps).
     """
 
-    id: str
+    id: str  # noqa: A003 (the catalogue's wire name; policy plug-ins read profile.id)
     name: str
     endpoint: str
     architecture: str
@@ -43,7 +44,7 @@ class ModelProfile:
 
     @property
     def native_hz(self) -> float:
-        """The control rate in model time, whatever the scale."""
+        """Return the control rate in model time, whatever the scale."""
         return self.control_hz * self.time_scale
 
     def scaled(self, time_scale: float) -> 'ModelProfile':
@@ -58,7 +59,7 @@ class ModelProfile:
         )
 
     def row(self) -> dict[str, Any]:
-        """The GET /v1/models row: the published client's fields first, then the extras."""
+        """Return the GET /v1/models row: the published client's fields first, then the extras."""
         return {
             'id': self.id,
             'object': 'model',
@@ -93,7 +94,7 @@ class Catalogue:
         self._by_name = {p.name: p for p in self.profiles}
 
     def get(self, model: str) -> ModelProfile | None:
-        """The profile for a full id or (as a convenience for curl users) a bare name."""
+        """Return the profile for a full id or (as a convenience for curl users) a bare name."""
         return self._by_id.get(model) or self._by_name.get(model)
 
     def rows(self, endpoint: str | None = None) -> list[dict[str, Any]]:
@@ -104,7 +105,8 @@ class Catalogue:
 def load_catalogue(path: str | Path | None = None, time_scale: float = 1.0,
                    latency_median_s: float | None = None,
                    cold_start_s: float | None = None) -> Catalogue:
-    """Read the catalogue file and return its profiles scaled to `time_scale`.
+    """
+    Read the catalogue file and return its profiles scaled to `time_scale`.
 
     `latency_median_s` and `cold_start_s` (model seconds) override every profile's value.
     Raises ValueError naming the model and field when the file is inconsistent.

@@ -8,7 +8,8 @@ SCENARIOS = ('steady', 'heavy_tail', 'step', 'fast')
 
 @dataclass
 class GatewayConfig:
-    """Everything `create_app` needs. Durations are model seconds; `time_scale` shrinks them.
+    """
+    Everything `create_app` needs. Durations are model seconds; `time_scale` shrinks them.
 
     `keys` maps API key to credit; empty means auth is disabled.
     """

@@ -15,7 +15,7 @@ class ApiError(Exception):
         self.headers = headers or {}
 
     def response(self) -> JSONResponse:
-        """The HTTP response for this error."""
+        """Return the HTTP response for this error."""
         return JSONResponse({'detail': self.detail}, self.status, headers=self.headers)
 
 
@@ -30,7 +30,7 @@ class WarmingUp(ApiError):
         self.headers = {'Retry-After': str(max(1, math.ceil(retry_after_s)))}
 
     def response(self) -> JSONResponse:
-        """The 503 with the structured detail the published client reads."""
+        """Return the 503 with the structured detail the published client reads."""
         detail = {
             'status': 'warming_up',
             'retry_after_s': round(self.retry_after_s, 3),

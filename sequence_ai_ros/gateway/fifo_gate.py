@@ -1,4 +1,5 @@
-"""A FIFO concurrency gate: at most N holders, waiters admitted strictly in arrival order.
+"""
+A FIFO concurrency gate: at most N holders, waiters admitted strictly in arrival order.
 
 asyncio.Semaphore lets a newcomer barge past woken waiters on Python 3.10 (fixed later), which
 would reorder queued requests; here a released slot is handed straight to the oldest waiter.
@@ -20,7 +21,7 @@ class FifoGate:
 
     @property
     def queued(self) -> int:
-        """Calls waiting for a slot now."""
+        """Count the calls waiting for a slot now."""
         return sum(1 for f in self._waiters if not f.done())
 
     async def acquire(self) -> None:

@@ -21,7 +21,8 @@ class ImageError(ValueError):
 
 
 def decode_frame(data: str) -> tuple[Image.Image, tuple[int, int]]:
-    """Decode base64 JPEG or PNG bytes to an RGB image (reduced for analysis) and its full size.
+    """
+    Decode base64 JPEG or PNG bytes to an RGB image (reduced for analysis) and its full size.
 
     A `data:image/...;base64,` prefix and line breaks are tolerated; a URL is never fetched.
     """

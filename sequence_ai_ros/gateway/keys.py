@@ -1,4 +1,5 @@
-"""API keys and their credit: loading, constant-time checks, and per-call accounting.
+"""
+API keys and their credit: loading, constant-time checks, and per-call accounting.
 
 A key is never echoed: not in errors, logs or stats (stats show `mask(key)`).
 """
@@ -20,7 +21,8 @@ _BEARER_HINT = "send 'Authorization: Bearer seq_...'"
 
 def load_keys(keys_file: str | None = None,
               env: Mapping[str, str] | None = None) -> dict[str, int]:
-    """Keys and credits from a file (`seq_xxx 100` per line, '#' comments) and the environment.
+    """
+    Keys and credits from a file (`seq_xxx 100` per line, '#' comments) and the environment.
 
     The environment (`SEQUENCE_AI_ROS_GATEWAY_KEYS="seq_a=100,seq_b=5"`) wins over the file
     for a key in both. Raises ValueError naming the line or entry, never the key.
@@ -65,7 +67,7 @@ def _credit(text: str, where: str) -> int:
 
 
 def mask(key: str, index: int) -> str:
-    """A display name for a key: `seq_…abcd`, or `seq_…#<index>` when the key is too short."""
+    """Name a key for display: `seq_…abcd`, or `seq_…#<index>` when the key is too short."""
     # Revealing 4 characters of a short key would give away most of it.
     return f'{KEY_PREFIX}…{key[-4:]}' if len(key) >= 16 else f'{KEY_PREFIX}…#{index}'
 
@@ -94,7 +96,8 @@ class KeyLedger:
         return bool(self._keys)
 
     def authenticate(self, authorization: str | None) -> str | None:
-        """The configured key an Authorization header carries, else ApiError(401).
+        """
+        Return the configured key an Authorization header carries, else raise ApiError(401).
 
         Returns None when auth is disabled.
         """

@@ -1,4 +1,5 @@
-"""Simulated end-to-end latency: each profile's lognormal, reshaped by a scenario.
+"""
+Simulated end-to-end latency: each profile's lognormal, reshaped by a scenario.
 
 Scenarios: `steady` (the profile), `heavy_tail` (1% of calls 3-5x slower), `step` (latency
 doubles once the server has been up `step_after_s` model seconds; uptime rather than a call

@@ -1,4 +1,5 @@
-"""The small contract a served policy meets, loading one from `--policy`, and checking its output.
+"""
+The small contract a served policy meets, loading one from `--policy`, and checking its output.
 
 A policy is made by a factory, `factory(profile) -> policy`, once per model at start-up. Each
 call is `policy.act(observation, options, rng)` on a worker thread, where
@@ -17,7 +18,7 @@ the action for the moment the observation was taken. Anything else is answered 5
 
 from collections.abc import Callable, Sequence
 import importlib
-from typing import Any, Protocol, cast
+from typing import Any, cast, Protocol
 
 import numpy as np
 
@@ -54,7 +55,7 @@ def load_factory(spec: str) -> PolicyFactory:
 
 def check_output(result: Any, steps: int, dim: int,
                  name: str) -> tuple[np.ndarray, list[str]]:
-    """The policy's rows as a (steps, dim) float array and its warnings, else PolicyError."""
+    """Get the policy's rows as a (steps, dim) float array and its warnings, else PolicyError."""
     warnings: Sequence[Any] = []
     if isinstance(result, tuple) and len(result) == 2:
         result, warnings = result

@@ -1,4 +1,5 @@
-"""Running the gateway as a real subprocess on a free loopback port (tests, benchmarks, demo).
+"""
+Running the gateway as a real subprocess on a free loopback port (tests, benchmarks, demo).
 
 Example: `with GatewayProcess(['--time-scale', '0.02', '--start-warm'], keys={'seq_k1': 100})
 as gateway:` then talk to `gateway.base_url` and read `gateway.stats()['connections']`.
@@ -23,14 +24,15 @@ _REPO_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 def free_port(host: str = '127.0.0.1') -> int:
-    """A port that was free a moment ago (the usual bind-to-0 trick)."""
+    """Find a port that was free a moment ago (the usual bind-to-0 trick)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
 
 
 class GatewayProcess:
-    """A gateway subprocess: started on enter (or `start()`), stopped on exit (or `stop()`).
+    """
+    A gateway subprocess: started on enter (or `start()`), stopped on exit (or `stop()`).
 
     `args` are extra `gateway` flags; `keys` (key -> credit) are passed in the environment,
     and without them the variable is removed, so auth is disabled unless `args` or `env` say
@@ -61,11 +63,11 @@ class GatewayProcess:
 
     @property
     def pid(self) -> int | None:
-        """The server's process id while it runs."""
+        """Return the server's process id while it runs."""
         return self._proc.pid if self._proc else None
 
     def command(self) -> list[str]:
-        """The command line that starts the server."""
+        """Return the command line that starts the server."""
         cmd = [sys.executable, '-m', 'sequence_ai_ros.gateway',
                '--host', self.host, '--port', str(self.port), *self.args]
         if self.certfile:
@@ -157,7 +159,11 @@ class GatewayProcess:
         return self._log.read().decode('utf-8', 'replace')
 
     def stats(self) -> dict[str, Any]:
-        """GET /v1/_local/stats (local-only counters; not part of the hosted contract)."""
+        """
+        Fetch the local-only counters from GET /v1/_local/stats.
+
+        Not part of the hosted contract.
+        """
         with httpx.Client(verify=False, timeout=5.0) as client:
             response = client.get(self.base_url + '/v1/_local/stats')
             response.raise_for_status()

@@ -1,4 +1,5 @@
-"""Reading the exterior camera frame: where the table is, and where on it the red target is.
+"""
+Reading the exterior camera frame: where the table is, and where on it the red target is.
 
 The camera looks straight down (see arm_model); the table's bounding box in the image is the
 table's uv square, whatever the frame size or letterbox padding around it.
@@ -8,7 +9,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from PIL import Image
-
 from sequence_ai_ros import arm_model
 
 # Colour tolerances (max per-channel difference) wide enough for JPEG at quality ~85+.

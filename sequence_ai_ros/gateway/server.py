@@ -1,4 +1,5 @@
-"""The `gateway` command: parse flags, build the app, serve it with uvicorn.
+"""
+The `gateway` command: parse flags, build the app, serve it with uvicorn.
 
 Durations given on the command line are model seconds; `--time-scale S` multiplies every
 one of them (latency, cold start, idle timeout, step time, retry_after_s) and divides the
@@ -11,7 +12,7 @@ import logging
 import sys
 
 from .app import create_app
-from .config import SCENARIOS, GatewayConfig
+from .config import GatewayConfig, SCENARIOS
 from .keys import KEYS_ENV, load_keys
 
 LOG = logging.getLogger('sequence_ai_ros.gateway')
@@ -19,7 +20,7 @@ __all__ = ['build_parser', 'create_app', 'main']
 
 
 def build_parser(prog: str = 'gateway') -> argparse.ArgumentParser:
-    """The command-line flags (shared with `sequence-ai-ros gateway`)."""
+    """Build the parser of the command-line flags (shared with `sequence-ai-ros gateway`)."""
     defaults = GatewayConfig()
     parser = argparse.ArgumentParser(
         prog=prog, description='Serve the sequence-ai wire contract locally, with reference '
@@ -63,7 +64,7 @@ def build_parser(prog: str = 'gateway') -> argparse.ArgumentParser:
 
 
 def config_from_args(args: argparse.Namespace) -> GatewayConfig:
-    """A GatewayConfig from parsed flags, with keys read from the file and environment."""
+    """Make a GatewayConfig from parsed flags, with keys read from the file and environment."""
     if bool(args.certfile) != bool(args.keyfile):
         raise ValueError('--certfile and --keyfile go together')
     return GatewayConfig(

@@ -1,4 +1,5 @@
-"""Expressing a planned joint trajectory in a profile's action space.
+"""
+Expressing a planned joint trajectory in a profile's action space.
 
 A plan is `targets` (n + 1 joint vectors, row 0 the joints at capture time, row i + 1 where
 the arm should be one control period after step i) and the gripper per step. Step i is then:
@@ -12,7 +13,7 @@ import numpy as np
 
 def to_action_space(space: str, targets: np.ndarray, gripper: np.ndarray,
                     control_hz: float) -> np.ndarray:
-    """The (n, joints + 1) action rows for a plan in `space`."""
+    """Return the (n, joints + 1) action rows for a plan in `space`."""
     steps = np.diff(targets, axis=0)
     if space in ('joint_absolute', 'joint_position'):
         joints = targets[1:]

@@ -1,4 +1,5 @@
-"""Counting what the gateway saw, for GET /v1/_local/stats (local only, not the hosted contract).
+"""
+Counting what the gateway saw, for GET /v1/_local/stats (local only, not the hosted contract).
 
 `StatsMiddleware` sees every HTTP request except /v1/_local/*: the client's (host, port) (one
 per TCP connection, so distinct pairs count connections) and the final status, per path and
@@ -41,7 +42,7 @@ class Stats:
             self.by_model[model or NO_MODEL][str(status)] += 1
 
     def snapshot(self) -> dict[str, Any]:
-        """The counters as plain JSON-ready data."""
+        """Return the counters as plain JSON-ready data."""
         return {
             'pid': os.getpid(),
             'uptime_s': time.monotonic() - self.started,

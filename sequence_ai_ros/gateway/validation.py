@@ -1,4 +1,5 @@
-"""POST /v1/act request checking: every refusal names the field it is about.
+"""
+POST /v1/act request checking: every refusal names the field it is about.
 
 400 for a body that is not a JSON object, 404 for an unknown model, 422 for everything about
 the observation and options. Python's json accepts NaN and Infinity; they are refused here.
@@ -13,7 +14,7 @@ from PIL import Image
 
 from .catalogue import Catalogue, ModelProfile
 from .errors import ApiError
-from .images import ImageError, decode_frame
+from .images import decode_frame, ImageError
 
 KNOWN_OPTIONS = ('action_horizon', 'seed', 'robot')
 _REQUEST_KEYS = ('model', 'observation')
@@ -38,7 +39,7 @@ class ActRequest:
     warnings: list[str] = field(default_factory=list)
 
     def observation(self) -> dict[str, Any]:
-        """The observation as a policy plug-in receives it (frames decoded to RGB images)."""
+        """Return the observation a policy plug-in receives (frames decoded to RGB images)."""
         proprioception: dict[str, Any] = {'joint_positions': list(self.joint_positions)}
         for name in ('joint_velocities', 'end_effector_pose', 'gripper'):
             if getattr(self, name) is not None:
@@ -72,7 +73,7 @@ def _kind(value: Any) -> str:
 
 
 def parse_json(body: bytes) -> dict[str, Any]:
-    """The body as a JSON object, or ApiError 400 saying what is wrong with it."""
+    """Parse the body as a JSON object, or raise ApiError 400 saying what is wrong with it."""
     if not body:
         raise ApiError(400, 'request body is empty; expected a JSON object')
     try:
@@ -89,7 +90,7 @@ def parse_json(body: bytes) -> dict[str, Any]:
 
 
 def lookup_model(payload: dict[str, Any], catalogue: Catalogue) -> ModelProfile:
-    """The profile the request names, else ApiError 422 (no model) or 404 (unknown model)."""
+    """Find the profile the request names, else ApiError 422 (no model) or 404 (unknown model)."""
     model = payload.get('model')
     if not isinstance(model, str) or not model:
         raise _invalid(f'model: expected a model id string, got {_kind(model)}')
@@ -172,7 +173,8 @@ def _images(value: Any, profile: ModelProfile, request: dict[str, Any]) -> None:
 
 
 def validate_act(payload: dict[str, Any], profile: ModelProfile) -> ActRequest:
-    """Check and decode the observation and options of a /v1/act body (ApiError 422 if bad).
+    """
+    Check and decode the observation and options of a /v1/act body (ApiError 422 if bad).
 
     Runs off the event loop: it decodes every frame.
     """

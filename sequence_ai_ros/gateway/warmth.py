@@ -1,4 +1,5 @@
-"""Cold, warming and warm workers: the state that turns a first call into 503 warming_up.
+"""
+Cold, warming and warm workers: the state that turns a first call into 503 warming_up.
 
 State is computed lazily from timestamps on each look, so no background task is needed:
 a warming model becomes warm when its deadline passes, a warm one goes cold after it has
@@ -64,13 +65,13 @@ class Warmth:
             raise WarmingUp(model, worker.ready_at - now, worker.job_id)
 
     def begin(self, model: str) -> None:
-        """A call for `model` starts inference (keeps it from idling cold)."""
+        """Record that a call for `model` starts inference (keeps it from idling cold)."""
         worker = self._workers[model]
         worker.in_flight += 1
         worker.last_active = self._clock()
 
     def end(self, model: str) -> None:
-        """A call for `model` finished, whatever the outcome."""
+        """Record that a call for `model` finished, whatever the outcome."""
         worker = self._workers[model]
         worker.in_flight -= 1
         worker.last_active = self._clock()

@@ -1,4 +1,5 @@
-"""Model actions to joint position targets for a ``joint_trajectory_controller``.
+"""
+Model actions to joint position targets for a ``joint_trajectory_controller``.
 
 An action is ``joint_count`` values in the model's action space, then the gripper if the model
 has one (the DROID convention: the gripper is an absolute position 0..1 in every space). Only
@@ -42,7 +43,8 @@ class UnsupportedActionSpace(ValueError):
 
 
 def space_kind(space: str | None) -> str | None:
-    """'absolute', 'delta' or 'velocity' for a joint action space, else None.
+    """
+    'absolute', 'delta' or 'velocity' for a joint action space, else None.
 
     A name matching more than one kind (e.g. 'joint_position_delta') is None: guessing could
     publish rates as positions.
@@ -55,7 +57,7 @@ def space_kind(space: str | None) -> str | None:
 
 
 def supported_action_space(space: str | None) -> bool:
-    """True when :class:`CommandMapper` can map actions of this space."""
+    """Return True when :class:`CommandMapper` can map actions of this space."""
     return space_kind(space) is not None
 
 
@@ -68,7 +70,8 @@ class Command:
 
 
 class CommandMapper:
-    """Turns each action into absolute targets, integrating delta and velocity spaces.
+    """
+    Turns each action into absolute targets, integrating delta and velocity spaces.
 
     Integration starts from :meth:`reset` (the measured positions) and continues from the last
     target, not from the measured state, so a lagging arm is not commanded to drift.
@@ -95,7 +98,7 @@ class CommandMapper:
 
     @property
     def last_target(self) -> tuple[float, ...] | None:
-        """The last commanded (or reset) positions; None before :meth:`reset`."""
+        """Return the last commanded (or reset) positions; None before :meth:`reset`."""
         return self._last
 
     def reset(self, measured_positions: Sequence[float]) -> None:
@@ -103,12 +106,13 @@ class CommandMapper:
         self._last = self._vector(measured_positions, 'measured positions')
 
     def hold(self, measured_positions: Sequence[float]) -> Command:
-        """A command to stay where the arm is, which also becomes the integration origin."""
+        """Return a command to stay where the arm is, which also becomes the integration origin."""
         self.reset(measured_positions)
         return Command(self._last, (0.0,) * len(self._last))
 
     def command(self, action: Sequence[float], dt_s: float) -> Command:
-        """The targets for one action lasting ``dt_s`` seconds; updates the last target.
+        """
+        Return the targets for one action lasting ``dt_s`` seconds; updates the last target.
 
         Non-finite action values pass through so that the safety check reports them with the
         joint's name; check every command before publishing and :meth:`hold` on a rejection.
@@ -161,7 +165,8 @@ def _duration(seconds: float) -> Duration:
 
 def trajectory_message(joint_names: Sequence[str], command: Command,
                        time_from_start_s: float) -> JointTrajectory:
-    """A one-point JointTrajectory reaching ``command`` ``time_from_start_s`` from now.
+    """
+    Build a one-point JointTrajectory reaching ``command`` ``time_from_start_s`` from now.
 
     ``header.stamp`` stays zero, which joint_trajectory_controller reads as "start now".
     """

@@ -1,4 +1,5 @@
-"""What the node publishes on /diagnostics: four statuses an operator reads in rqt_robot_monitor.
+"""
+What the node publishes on /diagnostics: four statuses an operator reads in rqt_robot_monitor.
 
 Each status's level says whether to act and its message says what to do; the key/values hold
 the numbers. The API key is never a field of :class:`Health`; as a second line of defence every
@@ -12,7 +13,6 @@ from urllib.parse import urlsplit, urlunsplit
 
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-
 from sequence_ai_ros.client.errors import (
     AuthError,
     InvalidRequest,
@@ -48,7 +48,8 @@ _KEY_PATTERN = re.compile(r'(?<![A-Za-z0-9])seq_[A-Za-z0-9_\-]{4,}|(?i:bearer)\s
 
 @dataclass
 class Health:
-    """A snapshot of what the node knows, filled by the node before each diagnostics tick.
+    """
+    A snapshot of what the node knows, filled by the node before each diagnostics tick.
 
     Never put the API key (or a header, or a URL with credentials) in any field; ``base_url`` is
     shown without user info or query. ``last_error`` / ``last_error_kind`` describe the most
@@ -90,7 +91,7 @@ class Health:
 
 
 def error_kind(error: BaseException) -> str:
-    """The :data:`ERROR_KINDS` entry for an exception raised by the client."""
+    """Return the :data:`ERROR_KINDS` entry for an exception raised by the client."""
     if isinstance(error, AuthError):
         return 'auth'
     if isinstance(error, OutOfCredit):
@@ -211,7 +212,7 @@ def _episode(h: Health) -> tuple[bytes, str]:
 
 
 def build_statuses(health: Health, node_name: str, hardware_id: str) -> list[DiagnosticStatus]:
-    """The gateway, buffer, inputs and episode statuses for one diagnostics tick."""
+    """Build the gateway, buffer, inputs and episode statuses for one diagnostics tick."""
     h = health
     topics = [*h.input_timeouts, *(t for t in h.input_ages if t not in h.input_timeouts)]
     parts = {
@@ -245,8 +246,7 @@ def build_statuses(health: Health, node_name: str, hardware_id: str) -> list[Dia
 
 
 def diagnostic_array(statuses: Sequence[DiagnosticStatus], stamp: Time) -> DiagnosticArray:
-    """A DiagnosticArray of ``statuses`` stamped ``stamp`` (the node clock's now)."""
+    """Build a DiagnosticArray of ``statuses`` stamped ``stamp`` (the node clock's now)."""
     array = DiagnosticArray(status=list(statuses))
     array.header.stamp = stamp
     return array
-

@@ -1,4 +1,5 @@
-"""One bounded episode: the node's control tick, without ROS.
+"""
+One bounded episode: the node's control tick, without ROS.
 
 Each tick answers one question: publish this command, publish a hold, do nothing, or end.
 Every action is checked before it is allowed out; any doubt (stale or bad input, a gateway
@@ -19,7 +20,7 @@ from .diagnostics import error_kind
 from .images import ImageError
 from .inputs import InputCache
 from .params import NodeConfig
-from .safety import SafetyLimits, check_command
+from .safety import check_command, SafetyLimits
 
 COMMAND, HOLD, IDLE, END = 'command', 'hold', 'idle', 'end'
 
@@ -72,7 +73,7 @@ class Episode:
 
     @property
     def running(self) -> bool:
-        """False once the episode has ended."""
+        """Return False once the episode has ended."""
         return self.state != 'ended'
 
     def tick(self, now: float) -> Tick:
@@ -115,7 +116,7 @@ class Episode:
         self.stream.close(wait_for_inflight=False)
 
     def summary(self) -> dict[str, Any]:
-        """The outcome as RunOutcome-like fields, for logs and the outcome topic."""
+        """Return the outcome as RunOutcome-like fields, for logs and the outcome topic."""
         stats = self.stream.engine.stats
         latencies = sorted(stats.latencies)
         commanded = self.actions * self.period
@@ -238,4 +239,3 @@ class Episode:
         if positions:
             self.last_command = hold
         return hold
-

@@ -1,4 +1,5 @@
-"""Camera frames to the JPEG the gateway wants: letterboxed to the model's size, ROS-free.
+"""
+Camera frames to the JPEG the gateway wants: letterboxed to the model's size, ROS-free.
 
 The ROS 2 node passes message fields (not messages) to :func:`encode_raw_image` for
 ``sensor_msgs/Image`` and :func:`encode_compressed_image` for ``sensor_msgs/CompressedImage``;
@@ -105,7 +106,8 @@ class EncodedFrame:
 
 def letterbox_geometry(src_w: int, src_h: int, dst_w: int, dst_h: int
                        ) -> tuple[int, int, int, int]:
-    """Fit a source inside a destination keeping its aspect ratio.
+    """
+    Fit a source inside a destination keeping its aspect ratio.
 
     Returns ``(scaled_w, scaled_h, offset_x, offset_y)``: the size to resize the source to and
     where to paste it on a black ``dst_w`` x ``dst_h`` canvas. The fitted side fills the
@@ -126,7 +128,8 @@ def letterbox_geometry(src_w: int, src_h: int, dst_w: int, dst_h: int
 def encode_raw_image(encoding: str, width: int, height: int, step: int, data: BytesLike, *,
                      size: tuple[int, int] = DEFAULT_SIZE, quality: int = DEFAULT_QUALITY,
                      max_side: int = MAX_SIDE) -> EncodedFrame:
-    """Letterbox a ``sensor_msgs/Image`` to ``size`` and encode it as JPEG.
+    """
+    Letterbox a ``sensor_msgs/Image`` to ``size`` and encode it as JPEG.
 
     ``encoding``, ``width``, ``height``, ``step`` and ``data`` are the message's fields;
     ``step`` may include row padding. Supported encodings are :data:`SUPPORTED_ENCODINGS`
@@ -168,7 +171,8 @@ def encode_compressed_image(format: str, data: BytesLike, *,  # noqa: A002 (the 
                             size: tuple[int, int] = DEFAULT_SIZE,
                             quality: int = DEFAULT_QUALITY,
                             max_side: int = MAX_SIDE) -> EncodedFrame:
-    """Turn a ``sensor_msgs/CompressedImage`` into the model's JPEG, re-encoding only if needed.
+    """
+    Turn a ``sensor_msgs/CompressedImage`` into the model's JPEG, re-encoding only if needed.
 
     A complete JPEG (``format`` names jpeg/jpg and the bytes start with the SOI marker) that is
     already ``size`` and colour is passed through byte for byte (``reencoded`` False); only its
@@ -214,7 +218,8 @@ def encode_compressed_image(format: str, data: BytesLike, *,  # noqa: A002 (the 
 
 def letterbox_image(image: Image.Image, size: tuple[int, int] = DEFAULT_SIZE, *,
                     source_size: tuple[int, int] | None = None) -> Image.Image:
-    """Return ``image`` resized into ``size`` with black bars, as an RGB Pillow image.
+    """
+    Return ``image`` resized into ``size`` with black bars, as an RGB Pillow image.
 
     ``source_size`` is the frame's true size when ``image`` was decoded at a reduced scale
     (JPEG draft mode), so the geometry stays that of the full frame.

@@ -1,4 +1,5 @@
-"""The node's latest inputs (joint states, camera frames, instruction, safety gate).
+"""
+The node's latest inputs (joint states, camera frames, instruction, safety gate).
 
 Callbacks only store references and receipt times, so they cost nothing on the executor; the
 JPEG work happens when a request is built, on the request's worker thread.
@@ -65,7 +66,7 @@ class InputCache:
 
     @property
     def positions(self) -> tuple[float, ...] | None:
-        """The latest measured positions in model order (may hold NaN: see the problem)."""
+        """Return the latest measured positions in model order (may hold NaN: see the problem)."""
         return self._joints[1]
 
     @property
@@ -105,7 +106,8 @@ class InputCache:
         self.frame_times[view] = self._clock()
 
     def frame_callback(self, view: str) -> Callable[[Any], None]:
-        """A one-argument subscription callback for `view`.
+        """
+        Make a one-argument subscription callback for `view`.
 
         Not a lambda with a defaulted second argument: rclpy passes message info to any
         callback that takes two arguments.
@@ -115,7 +117,7 @@ class InputCache:
         return on_message
 
     def on_gate(self, is_open: bool) -> None:
-        """The external safety gate's latest word."""
+        """Record the external safety gate's latest word."""
         self.gate_open = bool(is_open)
         self.gate_time = self._clock()
 
@@ -130,7 +132,7 @@ class InputCache:
         return ages
 
     def snapshot(self) -> Snapshot:
-        """The inputs of this instant; raises ValueError when one is missing."""
+        """Return the inputs of this instant; raises ValueError when one is missing."""
         _, positions, problem = self._joints
         if positions is None or problem:
             raise ValueError(problem or 'no joint_states received yet')
@@ -143,7 +145,7 @@ class InputCache:
 
     def builder(self, snapshot: Snapshot, *, size: tuple[int, int],
                 quality: int) -> Callable[[], Observation]:
-        """A function that builds the request's Observation (run on the request thread)."""
+        """Return a function that builds the request's Observation (run on the request thread)."""
         joint_count = len(self.joint_names)
 
         def build() -> Observation:

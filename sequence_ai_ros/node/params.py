@@ -1,4 +1,5 @@
-"""The policy node's parameters: declared once, typed, ranged, described, and checked together.
+"""
+The policy node's parameters: declared once, typed, ranged, described, and checked together.
 
 The API key is deliberately not a parameter (parameters are dumped by `ros2 param dump` and
 written into bags): it comes from $SEQUENCES_API_KEY, the credentials file, or the file named

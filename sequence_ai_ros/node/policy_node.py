@@ -1,4 +1,5 @@
-"""PolicyNode: a lifecycle node between sensors and a joint_trajectory_controller.
+"""
+PolicyNode: a lifecycle node between sensors and a joint_trajectory_controller.
 
 configure  read and check parameters, open the Policy (one kept-alive connection), check the
            joint names against joint_states and the model against the catalogue, create
@@ -15,20 +16,19 @@ from diagnostic_msgs.msg import DiagnosticArray
 from rcl_interfaces.msg import SetParametersResult
 import rclpy
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
-from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CompressedImage, Image, JointState
+import sequence_ai_ros as sai
+from sequence_ai_ros.client.config import read_credentials_file
 from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
-import sequence_ai_ros as sai
-from sequence_ai_ros.client.config import read_credentials_file
-
 from .commands import Command, supported_action_space, trajectory_message
-from .diagnostics import Health, build_statuses, diagnostic_array
-from .episode import COMMAND, END, HOLD, Episode
+from .diagnostics import build_statuses, diagnostic_array, Health
+from .episode import COMMAND, END, Episode, HOLD
 from .inputs import CameraInput, InputCache
-from .params import ConfigError, NodeConfig, declare_parameters, read_config
+from .params import ConfigError, declare_parameters, NodeConfig, read_config
 from .probe import wait_for_message
 
 COMMAND_TOPIC = 'joint_trajectory_controller/joint_trajectory'
@@ -298,7 +298,6 @@ class PolicyNode(LifecycleNode):
         if self.inputs is not None:
             self.inputs.on_joint_state(list(msg.name), list(msg.position))
 
-
     def _on_instruction(self, msg: String) -> None:
         if self.inputs is not None and msg.data.strip():
             self.inputs.instruction = msg.data
@@ -370,7 +369,7 @@ class PolicyNode(LifecycleNode):
     # -- diagnostics --------------------------------------------------------------------------
 
     def health(self) -> Health:
-        """What the node knows now, for /diagnostics."""
+        """Report what the node knows now, for /diagnostics."""
         config, episode = self.config, self.episode
         now = time.monotonic()
         health = Health(node_state=self.node_state, holds=self.holds,

@@ -1,4 +1,5 @@
-"""Wait for one message inside a callback, e.g. a lifecycle transition, without re-entering.
+"""
+Wait for one message inside a callback, e.g. a lifecycle transition, without re-entering.
 
 A short-lived node on its own executor takes the message, so the caller's executor is never
 spun from inside one of its own callbacks. (rclpy's wait_for_message has no QoS argument on
@@ -11,12 +12,12 @@ from typing import Any
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import QoSProfile, qos_profile_sensor_data
+from rclpy.qos import qos_profile_sensor_data, QoSProfile
 
 
 def wait_for_message(node: Node, msg_type: Any, topic: str, timeout_s: float,
                      qos: QoSProfile = qos_profile_sensor_data) -> Any:
-    """The first message on the fully resolved `topic` within `timeout_s`, or None."""
+    """Return the first message on the fully resolved `topic` within `timeout_s`, or None."""
     probe = rclpy.create_node(f'{node.get_name()}_probe', namespace=node.get_namespace(),
                               context=node.context, start_parameter_services=False,
                               enable_rosout=False)

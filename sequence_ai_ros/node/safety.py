@@ -1,4 +1,5 @@
-"""Checks that run before anything is published; each returns None or a reason a person reads.
+"""
+Checks that run before anything is published; each returns None or a reason a person reads.
 
 Pure functions over plain sequences, called every control tick. Plain Python loops, not numpy:
 for 8 values a passing check_command costs ~0.9 us this way, ~8 us with array conversion.
@@ -22,7 +23,7 @@ class SafetyLimits:
     step_overrides: tuple[tuple[int, float], ...] = ()
 
     def step_limit(self, index: int) -> float:
-        """The largest change allowed in one step for value `index`."""
+        """Return the largest change allowed in one step for value `index`."""
         for i, limit in self.step_overrides:
             if i == index:
                 return limit
@@ -50,7 +51,8 @@ def _joint(index: int, names: Sequence[str] | None) -> str:
 
 def check_command(positions: Sequence[float], previous: Sequence[float] | None,
                   limits: SafetyLimits, names: Sequence[str] | None = None) -> str | None:
-    """None when ``positions`` may be published, else why not.
+    """
+    None when ``positions`` may be published, else why not.
 
     ``previous`` is the last published command (None at episode start, when there is no step
     to bound). ``names`` label the joints in the reason.
@@ -90,7 +92,8 @@ def check_joint_positions(positions: Sequence[float],
 
 def input_age_problem(ages: Mapping[str, float | None],
                       timeout_s: Mapping[str, float]) -> str | None:
-    """None when every input in ``timeout_s`` is fresh, else every stale topic with its age.
+    """
+    None when every input in ``timeout_s`` is fresh, else every stale topic with its age.
 
     ``ages`` maps a topic to the seconds since its last message (None = never received); a
     topic with a timeout but no entry in ``ages`` counts as never received. Topics without a

@@ -3,7 +3,6 @@
 from collections.abc import Sequence
 
 import numpy as np
-
 from sequence_ai_ros import arm_model
 
 JOINT_NAMES = arm_model.JOINT_NAMES + (arm_model.GRIPPER_JOINT,)
@@ -26,7 +25,8 @@ def initial_state(values: Sequence[float]) -> np.ndarray:
 
 
 class SimArm:
-    """Joint positions and velocities that move toward a desired position each tick.
+    """
+    Joint positions and velocities that move toward a desired position each tick.
 
     Each joint moves at most v_max * dt toward its desired position per step and stays inside
     its position limits, so a command faster than the arm can go simply arrives late.
@@ -47,7 +47,7 @@ class SimArm:
 
     @property
     def arm_position(self) -> np.ndarray:
-        """The 7 arm joint positions (no gripper), as arm_model's kinematics want them."""
+        """Return the 7 arm joint positions (no gripper), as arm_model's kinematics want them."""
         return self.position[:-1]
 
     def tool_position(self) -> np.ndarray:

@@ -8,10 +8,9 @@ from builtin_interfaces.msg import Duration, Time
 import numpy as np
 from PIL import Image as PILImage
 from sensor_msgs.msg import CompressedImage, Image, JointState
+from sequence_ai_ros.sim.trajectory import make_trajectory, Trajectory
 from std_msgs.msg import Header
 from trajectory_msgs.msg import JointTrajectory
-
-from sequence_ai_ros.sim.trajectory import Trajectory, make_trajectory
 
 JPEG_QUALITY = 92
 
@@ -21,7 +20,7 @@ def _seconds(duration: Duration | Time) -> float:
 
 
 def trajectory_from_msg(msg: JointTrajectory, known_names: Sequence[str]) -> Trajectory:
-    """A validated Trajectory from a JointTrajectory; raises TrajectoryError if unusable."""
+    """Build a validated Trajectory from a JointTrajectory; raises TrajectoryError if unusable."""
     points = msg.points
     return make_trajectory(
         known_names,
@@ -36,7 +35,7 @@ def trajectory_from_msg(msg: JointTrajectory, known_names: Sequence[str]) -> Tra
 
 def joint_state_msg(stamp: Time, names: Sequence[str], position: np.ndarray,
                     velocity: np.ndarray) -> JointState:
-    """A JointState with names, positions and velocities (no efforts: the sim has none)."""
+    """Build a JointState with names, positions and velocities (no efforts: the sim has none)."""
     msg = JointState()
     msg.header.stamp = stamp
     msg.name = list(names)
@@ -46,7 +45,7 @@ def joint_state_msg(stamp: Time, names: Sequence[str], position: np.ndarray,
 
 
 def image_msg(header: Header, frame: np.ndarray) -> Image:
-    """An rgb8 Image of an (h, w, 3) uint8 frame."""
+    """Build an rgb8 Image of an (h, w, 3) uint8 frame."""
     msg = Image()
     msg.header = header
     msg.height, msg.width = frame.shape[:2]
@@ -58,7 +57,7 @@ def image_msg(header: Header, frame: np.ndarray) -> Image:
 
 
 def compressed_msg(header: Header, frame: np.ndarray) -> CompressedImage:
-    """A JPEG CompressedImage of an (h, w, 3) uint8 frame."""
+    """Build a JPEG CompressedImage of an (h, w, 3) uint8 frame."""
     buffer = io.BytesIO()
     PILImage.fromarray(frame).save(buffer, 'JPEG', quality=JPEG_QUALITY)
     msg = CompressedImage()

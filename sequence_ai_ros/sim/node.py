@@ -1,4 +1,5 @@
-"""The `sim_arm` node: a simulated DROID-like arm behind a joint_trajectory_controller interface.
+"""
+The `sim_arm` node: a simulated DROID-like arm behind a joint_trajectory_controller interface.
 
 Topics (relative, so namespaces and remaps apply):
   sub  joint_trajectory_controller/joint_trajectory  trajectory_msgs/JointTrajectory (reliable)
@@ -21,18 +22,17 @@ from rclpy.exceptions import ParameterException
 import rclpy.logging
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CompressedImage, Image, JointState
-from std_msgs.msg import Float64, Header
-from std_srvs.srv import Trigger
-from trajectory_msgs.msg import JointTrajectory
-
 from sequence_ai_ros import arm_model
 from sequence_ai_ros.sim import messages, params
 from sequence_ai_ros.sim.arm import JOINT_NAMES, SimArm
 from sequence_ai_ros.sim.render import SceneRenderer
 from sequence_ai_ros.sim.trajectory import TrajectoryError, TrajectoryExecutor
 from sequence_ai_ros.spin import init, shutdown, spin_until_shutdown
+from std_msgs.msg import Float64, Header
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
 
 # A stalled tick (or a clock jump) must not turn into one huge leap.
 MAX_STEP_S = 0.1

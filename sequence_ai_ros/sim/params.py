@@ -6,7 +6,6 @@ import math
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.node import Node
-
 from sequence_ai_ros import arm_model
 
 TRANSPORTS = ('raw', 'compressed')

@@ -1,4 +1,5 @@
-"""Camera frames of the simulated scene drawn from the arm's state (numpy and Pillow, ROS-free).
+"""
+Camera frames of the simulated scene drawn from the arm's state (numpy and Pillow, ROS-free).
 
 Colours are drawn pure (no anti-aliasing, no shading) because the gateway's reference policy
 finds the table and the target by colour match; a blended edge pixel would shift what it finds.
@@ -8,7 +9,6 @@ from collections.abc import Sequence
 
 import numpy as np
 from PIL import Image, ImageDraw
-
 from sequence_ai_ros import arm_model
 
 BACKGROUND_RGB = (40, 40, 40)
@@ -27,7 +27,8 @@ def table_square(width: int, height: int) -> tuple[int, int, int]:
 
 
 def world_to_pixel(x: float, y: float, width: int, height: int) -> tuple[float, float]:
-    """Exterior-camera pixel coordinates of a world point on the table plane.
+    """
+    Exterior-camera pixel coordinates of a world point on the table plane.
 
     Continuous coordinates: pixel (i, j) spans [i, i + 1) x [j, j + 1), so its centre is at
     (i + 0.5, j + 0.5); a blob's mean pixel index is therefore this minus 0.5.
@@ -64,7 +65,8 @@ class SceneRenderer:
             (left, top, left + side - 1, top + side - 1), fill=arm_model.TABLE_RGB)
 
     def exterior(self, q: Sequence[float], target_xy: Sequence[float]) -> np.ndarray:
-        """Overhead view, (height, width, 3) uint8 RGB: table, arm, tool, then the target.
+        """
+        Overhead view, (height, width, 3) uint8 RGB: table, arm, tool, then the target.
 
         The target is drawn last, over the arm: this simplified overhead camera always sees it,
         so a colour-matching policy can always find it.
@@ -87,7 +89,8 @@ class SceneRenderer:
         return frame
 
     def wrist(self, q: Sequence[float], target_xy: Sequence[float]) -> np.ndarray:
-        """Tool camera looking straight down, (height, width, 3) uint8 RGB.
+        """
+        Tool camera looking straight down, (height, width, 3) uint8 RGB.
 
         A pinhole at the tool centre, image up = world +x like the exterior view; the tool's
         own yaw is ignored. Beyond the table edge is background.

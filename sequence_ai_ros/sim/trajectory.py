@@ -1,4 +1,5 @@
-"""Trajectory execution as ros2_control's joint_trajectory_controller (JTC) does it, ROS-free.
+"""
+Trajectory execution as ros2_control's joint_trajectory_controller (JTC) does it, ROS-free.
 
 Times are plain seconds on one clock the caller chooses (the node passes its ROS clock, the
 clock `header.stamp` is written in); nothing here reads a clock, so tests inject time.
@@ -27,7 +28,8 @@ class TrajectoryError(ValueError):
 
 @dataclass(frozen=True)
 class Trajectory:
-    """A validated trajectory over some of the executor's joints.
+    """
+    A validated trajectory over some of the executor's joints.
 
     `indices[j]` is the executor joint that column j drives; `times` are seconds from
     `start_time` (0.0 means "at receipt"); `velocities` is None or shaped like `positions`.
@@ -41,7 +43,7 @@ class Trajectory:
 
     @property
     def empty(self) -> bool:
-        """True when there are no points: JTC's "stop" command."""
+        """Return True when there are no points: JTC's "stop" command."""
         return self.times.size == 0
 
 
@@ -67,7 +69,8 @@ def make_trajectory(
     accelerations: Sequence[Sequence[float]] = (),
     start_time: float = 0.0,
 ) -> Trajectory:
-    """Validate a trajectory message's contents and map its joint names onto `known_names`.
+    """
+    Validate a trajectory message's contents and map its joint names onto `known_names`.
 
     Per-point fields may be empty sequences (velocities and accelerations may be omitted as a
     whole). Raises TrajectoryError on unknown or repeated names, inconsistent lengths,
@@ -132,14 +135,15 @@ class TrajectoryExecutor:
 
     @property
     def active(self) -> bool:
-        """True while a trajectory is being followed (including holding its last point)."""
+        """Return True while a trajectory is being followed (including holding its last point)."""
         return self._traj is not None
 
     def set_trajectory(
         self, traj: Trajectory, now: float, position: Sequence[float],
         velocity: Sequence[float],
     ) -> None:
-        """Replace the active trajectory, starting from the arm's state at `now`.
+        """
+        Replace the active trajectory, starting from the arm's state at `now`.
 
         Raises TrajectoryError, leaving the motion unchanged, for a stamped trajectory that
         ends before `now` (JTC ignores those too).
