@@ -1,4 +1,5 @@
-"""The four control loops the chunk-engine bench puts side by side, each recorded by a Trace.
+"""
+The four control loops the chunk-engine bench puts side by side, each recorded by a Trace.
 
 naive      predict, play the whole chunk, predict again (openpi-client style, httpx directly)
 published  the published sequence_ai 0.1.0 client's Policy.run(), unmodified
@@ -18,7 +19,6 @@ import warnings
 from _engine_world import Arm, Trace
 import httpx
 import sequence_ai
-
 from sequence_ai_ros.client.config import full_model_id
 from sequence_ai_ros.client.outcome import RunOutcome
 from sequence_ai_ros.client.policy import Policy
@@ -89,7 +89,7 @@ def run_naive(spec: RunSpec, trace: Trace) -> RunRecord:
 
 
 def run_published(spec: RunSpec, trace: Trace) -> RunRecord:
-    """The published client's run(), as shipped; chunk k is the k-th observation's answer."""
+    """Run the published client's run() as shipped; chunk k answers the k-th observation."""
     record = RunRecord('published', trace)
     current = [-1]
 
@@ -130,7 +130,7 @@ class _TracedPolicy(Policy):
 
 
 def run_ours(spec: RunSpec, trace: Trace, join: str) -> RunRecord:
-    """This project's run() with `join`; actions are matched to chunks by their values."""
+    """Run this project's run() with `join`; actions are matched to chunks by value."""
     record = RunRecord(join, trace)
     captures: dict[int, tuple[Observation, float]] = {}
     chunk_of: dict[tuple[float, ...], int] = {}

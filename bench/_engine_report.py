@@ -1,4 +1,5 @@
-"""Numbers, table, targets and the RESULTS.md section of the chunk-engine bench.
+"""
+Numbers, table, targets and the RESULTS.md section of the chunk-engine bench.
 
 Every loop is measured by the same code from its Trace (act() and observe() times on one
 clock), so the published client, the naive loop and ours are compared on one definition.
@@ -12,7 +13,6 @@ from pathlib import Path
 from _engine_loops import RunRecord
 from _engine_world import ABSOLUTE_SPACES, STALL_PERIODS
 import numpy as np
-
 from sequence_ai_ros.client.latency import quantile
 from sequence_ai_ros.gateway.catalogue import ModelProfile
 from sequence_ai_ros.gateway.latency import LatencySampler
@@ -48,7 +48,7 @@ class Row:
 
 def measure(record: RunRecord, profile: ModelProfile, scenario: str, scale: float,
             step_at: float | None = None) -> Row:
-    """The row for one run, from its trace."""
+    """Build the row for one run from its trace."""
     trace = record.trace
     period = trace.period_s
     stalls = trace.stalls()
@@ -86,7 +86,8 @@ def _scaled(value: float | None, scale: float) -> float | None:
 
 
 def scenario_p99(profile: ModelProfile, scenario: str, draws: int = 100_000) -> float:
-    """p99 of the gateway's latency distribution for a profile (model s), by sampling it.
+    """
+    p99 of the gateway's latency distribution for a profile (model s), by sampling it.
 
     `step` is pooled half before and half after the step, as in a run whose middle it hits.
     """
@@ -111,7 +112,7 @@ def _num(value: float | None, digits: int = 2) -> str:
 
 
 def table(rows: list[Row]) -> str:
-    """The markdown table of every run."""
+    """Render the markdown table of every run."""
     lines = ['| profile | scenario | loop | moving | underruns | underrun s | moving, own '
              'account | max seam (rad) | obs age p50 / max (s) | req/s | req per arm-s |',
              '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|']
@@ -261,4 +262,3 @@ def write_section(path: Path, body: str) -> None:
         end = text.find('\n## ', start + len(SECTION))
         text = text[:start] + section + (text[end:] if end >= 0 else '')
     path.write_text(text, encoding='utf-8')
-

@@ -1,4 +1,5 @@
-"""The chunk-engine bench's world: a kinematic arm, a moving target, and what each loop did.
+"""
+The chunk-engine bench's world: a kinematic arm, a moving target, and what each loop did.
 
 The arm applies every action it is given (absolute targets, increments or velocities) so that
 observations carry where the arm really is; the target moves on a fixed schedule (round an
@@ -13,7 +14,6 @@ import time
 
 import numpy as np
 import sequence_ai
-
 from sequence_ai_ros import arm_model
 from sequence_ai_ros.client.types import ImageFrame, Observation, Proprioception
 from sequence_ai_ros.node.images import encode_raw_image
@@ -39,7 +39,7 @@ def _frame(pixels: np.ndarray) -> str:
 
 
 def targets(world: str) -> tuple[list[tuple[float, float]], float]:
-    """The target positions of a world, visited in turn, and the model seconds at each."""
+    """Return the target positions of a world, visited in turn, and the time at each."""
     if world == 'hops':
         return list(CORNERS), HOP_S
     angles = np.linspace(0.0, 2 * np.pi, CIRCLE_FRAMES, endpoint=False)
@@ -86,7 +86,7 @@ class Arm:
         return self.frames[hop % len(self.frames)]
 
     def observation(self) -> Observation:
-        """The current observation as this project's client type."""
+        """Return the current observation as this project's client type."""
         exterior, wrist = self._images()
         return Observation(
             images=[ImageFrame('exterior_1', exterior), ImageFrame('wrist', wrist)],
@@ -95,7 +95,7 @@ class Arm:
             instruction=INSTRUCTION)
 
     def published_observation(self) -> sequence_ai.Observation:
-        """The current observation as the published sequence_ai client's type."""
+        """Return the current observation as the published sequence_ai client's type."""
         exterior, wrist = self._images()
         return sequence_ai.Observation(
             images=[sequence_ai.ImageFrame('exterior_1', exterior),

@@ -1,4 +1,5 @@
-"""Issue #4's benchmark: the chunk engine against the published client, side by side.
+"""
+Issue #4's benchmark: the chunk engine against the published client, side by side.
 
 Run: .venv/bin/python bench/bench_engine.py [--quick] [--profiles NAME ...]
      [--scenarios steady heavy_tail step fast] [--loops naive published append aligned]
@@ -27,20 +28,19 @@ HERE = Path(__file__).resolve().parent
 # Runnable from a fresh clone without `pip install -e .`.
 sys.path.insert(0, str(HERE.parent))
 
-from _engine_loops import LOOPS, RunSpec, run_loop  # noqa: E402
+from _engine_loops import LOOPS, run_loop, RunSpec  # noqa: E402
 from _engine_report import (  # noqa: E402
-    Row,
     comparisons,
     definitions,
     measure,
+    Row,
     scenario_p99,
     table,
     targets,
     write_section,
 )
-from _engine_world import WORLDS, Arm, render_frames  # noqa: E402
-
-from sequence_ai_ros.gateway.catalogue import ModelProfile, load_catalogue  # noqa: E402
+from _engine_world import Arm, render_frames, WORLDS  # noqa: E402
+from sequence_ai_ros.gateway.catalogue import load_catalogue, ModelProfile  # noqa: E402
 from sequence_ai_ros.gateway.config import SCENARIOS  # noqa: E402
 from sequence_ai_ros.gateway.process import GatewayProcess  # noqa: E402
 
@@ -87,7 +87,7 @@ def machine() -> str:
 
 
 def provenance() -> str:
-    """The commit measured, and the tracked files that differed from it."""
+    """Return the commit measured and the tracked files that differed from it."""
     try:
         head = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=HERE.parent,
                               capture_output=True, text=True, check=True).stdout.strip()
@@ -112,7 +112,7 @@ class Bench:
         self._startup_s: float | None = None  # a gateway's start-up, the slowest seen
 
     def gateway(self, scenario: str, extra: tuple[str, ...] = ()) -> GatewayProcess:
-        """A gateway for one scenario (not yet started)."""
+        """Make a gateway for one scenario (not yet started)."""
         return GatewayProcess(
             ['--time-scale', f'{self.scale:g}', '--scenario', scenario, '--start-warm',
              '--seed', str(self.args.seed), '--log-level', 'warning', *extra],
@@ -152,7 +152,7 @@ class Bench:
         self._progress(row, record.warnings)
 
     def _step_run(self, profile: ModelProfile, loop: str) -> None:
-        """A fresh gateway whose latency doubles about halfway through this run's actions."""
+        """Make a fresh gateway whose latency doubles about halfway through this run."""
         # Wall time until half the actions are done, at the latency before the step: the
         # naive loop waits out every request; the others wait for the first one only.
         chunk_s, latency_s = profile.covers_seconds, profile.latency_median_s
@@ -193,7 +193,7 @@ class Bench:
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    """The command line."""
+    """Build the command line."""
     names = [p.name for p in load_catalogue().profiles]
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--profiles', nargs='+', choices=names, default=names)
@@ -257,9 +257,9 @@ def main(argv: list[str] | None = None) -> int:
                  + ' | '.join(f'p99 {s}' for s in args.scenarios) + ' |',
                  '|---|---:|---:|' + '---:|' * len(args.scenarios)]
     for p in profiles:
-        cells = ' | '.join(f'{p99[(p.name, s)]:.2f}' + (' *' if p99[(p.name, s)] <
-                                                         p.covers_seconds else '')
-                           for s in args.scenarios)
+        cells = ' | '.join(
+            f'{p99[(p.name, s)]:.2f}' + (' *' if p99[(p.name, s)] < p.covers_seconds else '')
+            for s in args.scenarios)
         limit = k * p.covers_seconds / (k + 1)
         p99_lines.append(f'| {p.name} | {p.covers_seconds:.2f} | {limit:.2f} | {cells} |')
     notes = [f'- `{k}`: {", ".join(sorted(v))}' for k, v in sorted(bench.warnings.items())]

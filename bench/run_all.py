@@ -1,4 +1,5 @@
-"""Run every bench/bench_*.py script in turn (what `make bench` does).
+"""
+Run every bench/bench_*.py script in turn (what `make bench` does).
 
 Run: .venv/bin/python bench/run_all.py [--only SUBSTRING ...]
 
@@ -16,7 +17,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def scripts(only: list[str]) -> list[Path]:
-    """The bench scripts, sorted, optionally only those whose name contains a substring."""
+    """List the bench scripts, sorted, optionally those whose name contains a substring."""
     found = sorted(HERE.glob('bench_*.py'))
     return [p for p in found if not only or any(s in p.name for s in only)]
 

@@ -11,7 +11,7 @@ import httpx
 from . import __version__
 from .client.config import DEFAULT_BASE_URL, resolve_base_url
 from .client.transport import error_for
-from .doctor import DEFAULT_SAMPLES, DEFAULT_WAIT_S, EXIT_CODES, DoctorOptions, run_doctor
+from .doctor import DEFAULT_SAMPLES, DEFAULT_WAIT_S, DoctorOptions, EXIT_CODES, run_doctor
 
 PROG = 'sequence-ai-ros'
 DEMO_MODULE = 'sequence_ai_ros.demo.runner'

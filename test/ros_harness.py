@@ -1,4 +1,5 @@
-"""Run the policy node as a real process and talk to it over DDS from the test.
+"""
+Run the policy node as a real process and talk to it over DDS from the test.
 
 The test side plays the robot: it publishes joint states and camera frames (so a test can make
 them stale or NaN), records every command, offers the hold service, and drives the lifecycle.
@@ -19,15 +20,14 @@ from lifecycle_msgs.srv import ChangeState, GetState
 from PIL import Image as PILImage
 import rclpy
 from rclpy.executors import MultiThreadedExecutor
-from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CompressedImage, Image, JointState
+from sequence_ai_ros import arm_model
+from sequence_ai_ros.sim.render import SceneRenderer
 from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 import yaml
-
-from sequence_ai_ros import arm_model
-from sequence_ai_ros.sim.render import SceneRenderer
 
 REPO = str(Path(__file__).resolve().parents[1])
 NAMES = list(arm_model.JOINT_NAMES) + [arm_model.GRIPPER_JOINT]
@@ -35,7 +35,7 @@ RELIABLE = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
 
 
 def node_parameters(**overrides):
-    """A complete, valid parameter set for the DROID-like arm."""
+    """Return a complete, valid parameter set for the DROID-like arm."""
     params = {
         'model': 'pi05-droid',
         'joint_names': list(arm_model.JOINT_NAMES),
@@ -148,7 +148,7 @@ class Robot:
         return entity
 
     def every(self, period, callback):
-        """A timer that goes away with this robot."""
+        """Create a timer that goes away with this robot."""
         return self._keep(self.node.create_timer(period, callback))
 
     def close(self):
@@ -224,8 +224,12 @@ class Robot:
         return future.result()
 
     def transition(self, transition_id, timeout=20.0):
-        """Change state; if the answer is lost (a DDS service can drop the reply of a request
-        sent before its reply reader matched), read the state to learn the result."""
+        """
+        Change the node's lifecycle state and return whether it took.
+
+        If the answer is lost (a DDS service can drop the reply of a request sent before its
+        reply reader matched), read the state to learn the result.
+        """
         request = ChangeState.Request()
         request.transition = Transition(id=transition_id)
         try:

@@ -11,11 +11,10 @@ import types
 
 import httpx
 import pytest
-
 from sequence_ai_ros import cli
-from sequence_ai_ros.doctor import EXIT_CODES, PLAIN_JPEG, Doctor, DoctorOptions, probe_observation
+from sequence_ai_ros.doctor import Doctor, DoctorOptions, EXIT_CODES, PLAIN_JPEG, probe_observation
 from sequence_ai_ros.gateway.keys import mask
-from sequence_ai_ros.gateway.process import GatewayProcess, free_port
+from sequence_ai_ros.gateway.process import free_port, GatewayProcess
 
 REPO_ROOT = str(Path(__file__).resolve().parents[1])
 TEST_DIR = str(Path(__file__).resolve().parent)

@@ -11,7 +11,6 @@ import time
 
 from PIL import Image
 import pytest
-
 from sequence_ai_ros.demo import runner
 from sequence_ai_ros.demo.configs import config_dirs, config_file
 from sequence_ai_ros.gateway.catalogue import load_catalogue

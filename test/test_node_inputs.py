@@ -7,7 +7,6 @@ import math
 from PIL import Image as PILImage
 import pytest
 from sensor_msgs.msg import CompressedImage, Image
-
 from sequence_ai_ros.node.inputs import CameraInput, InputCache
 
 JOINTS = ('j1', 'j2', 'j3')
@@ -15,6 +14,7 @@ CAMERAS = (CameraInput('exterior_1', 'cam/ext', False), CameraInput('wrist', 'ca
 
 
 class Clock:
+
     def __init__(self):
         self.now = 100.0
 

@@ -11,12 +11,11 @@ from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
-from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
+from sequence_ai_ros.sim.arm import JOINT_NAMES
 from std_msgs.msg import Float64, String
 from trajectory_msgs.msg import JointTrajectory
-
-from sequence_ai_ros.sim.arm import JOINT_NAMES
 
 from .analysis import Recording
 from .processes import localhost_discovery

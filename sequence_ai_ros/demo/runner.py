@@ -17,7 +17,7 @@ import time
 from types import FrameType
 from typing import Any, TextIO
 
-from sequence_ai_ros.gateway.catalogue import ModelProfile, load_catalogue
+from sequence_ai_ros.gateway.catalogue import load_catalogue, ModelProfile
 from sequence_ai_ros.gateway.config import SCENARIOS
 from sequence_ai_ros.gateway.process import GatewayProcess
 

@@ -17,7 +17,6 @@
 from typing import Any
 
 import numpy as np
-
 from sequence_ai_ros import arm_model
 
 from .catalogue import ModelProfile
