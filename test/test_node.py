@@ -3,12 +3,14 @@
 import itertools
 import json
 import math
+import os
+from pathlib import Path
 import statistics
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 import pytest
-from ros_harness import node_parameters, PolicyNodeProcess, Robot, RosSide, wait_until
+from ros_harness import node_parameters, PolicyNodeProcess, REPO, Robot, RosSide, wait_until
 from sequence_ai_ros import arm_model
 from sequence_ai_ros.gateway.process import GatewayProcess
 from std_msgs.msg import Bool
@@ -304,3 +306,20 @@ def test_instruction_changes_at_run_time(gateway, launch, ros):
     ros.node.destroy_publisher(publisher)
     ros.node.destroy_client(setter)
     ros.node.destroy_client(getter)
+
+
+def test_a_model_the_node_cannot_command_fails_configure(tmp_path, launch):
+    catalogue = json.loads((Path(REPO) / 'sequence_ai_ros/gateway/catalogue.json').read_text())
+    entry = dict(catalogue['models'][0], name='ee-pose-policy', action_space='ee_absolute')
+    catalogue['models'] = [entry]
+    path = tmp_path / 'catalogue.json'
+    path.write_text(json.dumps(catalogue))
+    test_dir = str(Path(__file__).resolve().parent)
+    with GatewayProcess(['--time-scale', '0.2', '--start-warm', '--catalogue', str(path),
+                         '--policy', 'fixtures_gateway:make_plugin_policy'], keys={KEY: 100},
+                        env={'PYTHONPATH': os.pathsep.join([test_dir, REPO])}) as gw:
+        robot, process = launch(gw, model='ee-pose-policy')
+        assert not robot.configure()
+        assert "'ee_absolute' cannot be commanded" in process.log()
+        assert robot.command_list() == []
+        assert gw.stats()['requests'].get('/v1/act') is None, 'configure must not act'

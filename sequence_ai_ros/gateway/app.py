@@ -29,8 +29,9 @@ LOCAL_NOTE = ('Local gateway introspection for tests and benchmarks; not part of
 def create_app(config: GatewayConfig) -> Starlette:
     """Build the gateway app for `config` (raises ValueError/ImportError on a bad set-up)."""
     scale = config.time_scale
+    # A plug-in policy may serve any action space; the reference policy plans joints only.
     catalogue = load_catalogue(config.catalogue, scale, config.latency_median_s,
-                               config.cold_start_s)
+                               config.cold_start_s, any_space=bool(config.policy))
     factory: PolicyFactory = ReferencePolicy
     policy_name = 'reference'
     if config.policy:

@@ -104,18 +104,20 @@ class Catalogue:
 
 def load_catalogue(path: str | Path | None = None, time_scale: float = 1.0,
                    latency_median_s: float | None = None,
-                   cold_start_s: float | None = None) -> Catalogue:
+                   cold_start_s: float | None = None, any_space: bool = False) -> Catalogue:
     """
     Read the catalogue file and return its profiles scaled to `time_scale`.
 
     `latency_median_s` and `cold_start_s` (model seconds) override every profile's value.
-    Raises ValueError naming the model and field when the file is inconsistent.
+    `any_space` admits action spaces the reference policy cannot plan in (e.g. end-effector
+    models served by a --policy plug-in). Raises ValueError naming the model and field when
+    the file is inconsistent.
     """
     data = json.loads(Path(path or DEFAULT_CATALOGUE).read_text(encoding='utf-8'))
     prefix = data.get('id_prefix', 'accounts/sequences/models/')
     profiles = []
     for entry in data['models']:
-        profile = _profile(entry, prefix)
+        profile = _profile(entry, prefix, any_space)
         if latency_median_s is not None:
             profile = dataclasses.replace(profile, latency_median_s=latency_median_s)
         if cold_start_s is not None:
@@ -124,7 +126,7 @@ def load_catalogue(path: str | Path | None = None, time_scale: float = 1.0,
     return Catalogue(profiles)
 
 
-def _profile(entry: dict[str, Any], prefix: str) -> ModelProfile:
+def _profile(entry: dict[str, Any], prefix: str, any_space: bool) -> ModelProfile:
     name = entry['name']
     latency = entry['latency']
     profile = ModelProfile(
@@ -145,7 +147,8 @@ def _profile(entry: dict[str, Any], prefix: str) -> ModelProfile:
         latency_sigma=float(latency['sigma']),
         cold_start_s=float(entry['cold_start_s']),
     )
-    if profile.action_space not in ACTION_SPACES:
+    if not profile.action_space or (profile.action_space not in ACTION_SPACES
+                                    and not any_space):
         raise ValueError(f'{name}: action_space must be one of {ACTION_SPACES}')
     if profile.action_dim != profile.joint_count + 1:
         raise ValueError(f'{name}: action_dim must be joint_count + 1 (the gripper)')
