@@ -86,6 +86,18 @@ def test_aligned_first_chunk_plays_from_step_zero():
     assert engine.stats.dropped_steps == 0
 
 
+def test_aligned_falls_back_to_append_while_latency_exceeds_what_it_can_cover():
+    # pi05-droid: 1.0 s chunks, 0.79 s latency: L > kC/(k+1) for k = 2.
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        engine = ChunkEngine(join='aligned', max_inflight=2)
+        result = simulate(engine, steps=15, hz=15, ticks=600, latency=steady(0.79))
+    check_invariants(result, engine)
+    assert engine.active_join == 'append'
+    assert len(result.played) / 600 > 0.95
+    assert 'appended whole' in engine.warnings[0]
+
+
 def test_aligned_with_one_inflight_warns_when_chunk_below_twice_latency():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
@@ -118,7 +130,7 @@ def test_append_joins_out_of_order_replies_in_observation_order_and_wastes_none(
 
 
 def test_a_late_request_gets_a_backup_instead_of_starving_the_arm():
-    # Request 3 hangs for 10 s; coverage stops counting it once it is overdue.
+    # Request 3 hangs for 10 s; coverage stops counting it once it is stuck.
     engine = ChunkEngine(join='append', max_inflight=2)
     result = simulate(engine, steps=15, hz=15, ticks=300,
                       latency=lambda t, now: 10.0 if t == 3 else 0.3)

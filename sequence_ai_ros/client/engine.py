@@ -24,6 +24,8 @@ from .types import ActionChunk, is_absolute_space
 JOIN_MODES = ('append', 'aligned')
 BLENDS = ('linear', 'min_jerk')
 SERIES_LIMIT = 10_000
+# A request in flight this many planning latencies is stuck, not just slow: back it up.
+LATE_FACTOR = 2.0
 
 
 def blend_weight(i: int, n: int, blend: str) -> float:
@@ -158,18 +160,37 @@ class ChunkEngine:
         """Count the steps buffered plus those in-flight and parked requests will bring."""
         return len(self._plan) + (len(self._inflight) + len(self._parked)) * self._chunk_steps
 
+    @property
+    def active_join(self) -> str:
+        """
+        Return the join in force: 'aligned' only while latency lets aligned joins keep up.
+
+        A time-aligned chunk yields C - L of motion and k requests overlap, so it keeps up
+        while L <= k*C/(k+1); beyond that (and always once L >= C) every aligned chunk would
+        land mostly in the past, so chunks are appended whole until latency comes back down.
+        """
+        if self.join == 'append' or not self._chunk_steps:
+            return self.join
+        latency = self.latency.planning_latency()
+        if latency is None or len(self.latency) < LatencyWindow.RECENT:
+            return 'aligned'
+        k, chunk_s = self.max_inflight, self._chunk_steps * self.period
+        return 'append' if latency > k * chunk_s / (k + 1) else 'aligned'
+
     def covered_until(self, now: float) -> float:
         """
         Return the time until which the plan and the requests in flight keep the arm moving.
 
-        A request in flight for longer than the planning latency is late: it is not counted,
-        so a backup request starts while a slot is free instead of the arm starving behind it.
+        A request in flight for more than LATE_FACTOR times the planning latency is stuck:
+        it is not counted, so a backup starts while a slot is free instead of the arm starving
+        behind it. (An ordinary tail is what the planning latency already covers; backing it
+        up too would cost a wasted request each time.)
         """
         chunk_s = self._chunk_steps * self.period
         latency = self.latency.planning_latency()
         pending = [capture for capture in self._inflight.values()
-                   if latency is None or now - capture <= latency]
-        if self.join == 'append':
+                   if latency is None or now - capture <= LATE_FACTOR * latency]
+        if self.active_join == 'append':
             return now + self.buffered_seconds(now) + (len(pending) + len(self._parked)) * chunk_s
         horizon = now + self.buffered_seconds(now)
         for capture in pending:
@@ -227,7 +248,8 @@ class ChunkEngine:
             self._release_parked()
             return False
         arrival = _Arrival(chunk, capture, now, server_ms)
-        if self.join == 'append' and not replace and any(t < ticket for t in self._inflight):
+        if self.active_join == 'append' and not replace and \
+                any(t < ticket for t in self._inflight):
             self._parked[ticket] = arrival
             return True
         self._apply(ticket, arrival, replace)
@@ -301,9 +323,10 @@ class ChunkEngine:
         self.stats.action_space = chunk.action_space
         steps = [PlannedStep(list(v), list(v), ticket, i, capture)
                  for i, v in enumerate(chunk.steps)]
-        if replace or not self._plan and self.join == 'append':
+        join = self.active_join
+        if replace or not self._plan and join == 'append':
             self._plan = deque(steps)
-        elif self.join == 'append':
+        elif join == 'append':
             self._plan.extend(steps)
         else:
             self._plan = self._aligned(steps, capture, now)
@@ -373,9 +396,9 @@ class ChunkEngine:
         # L <= k*C/(k+1); no k helps once L >= C.
         if self.join == 'aligned' and p99 > k * chunk_s / (k + 1):
             message = (f'time-aligned joining with max_inflight={k} cannot keep up: p99 '
-                       f'latency {p99:.3f}s > {k} x chunk {chunk_s:.3f}s / {k + 1}; '
-                       + ('raise max_inflight or ' if p99 < chunk_s else '')
-                       + 'use join="append"')
+                       f'latency {p99:.3f}s > {k} x chunk {chunk_s:.3f}s / {k + 1}; chunks '
+                       'are appended whole while that lasts'
+                       + ('; raise max_inflight to stay aligned' if p99 < chunk_s else ''))
         elif self.join == 'append' and p99 > chunk_s * self.max_inflight:
             message = (f'append joining with max_inflight={self.max_inflight} cannot keep up: '
                        f'p99 latency {p99:.3f}s > {self.max_inflight} x chunk {chunk_s:.3f}s; '
@@ -389,3 +412,50 @@ class ChunkEngine:
 def summarize(values: Sequence[float]) -> tuple[float | None, float | None]:
     """(p50, max) of a series, or (None, None) when empty."""
     return (quantile(values, 0.5), max(values)) if values else (None, None)
+
+
+@dataclass
+class EngineReport:
+    """What an engine measured, in RunOutcome's field names (run() and the node share it)."""
+
+    chunks: int
+    underruns: int
+    underrun_s: float
+    longest_underrun_s: float
+    moving_fraction: float
+    requests: int
+    failed_requests: int
+    stale_chunks: int
+    dropped_steps: int
+    blended_steps: int
+    max_seam_jump: float | None
+    action_space: str | None
+    latency_p50_s: float | None
+    latency_p95_s: float | None
+    latency_p99_s: float | None
+    server_inference_p50_ms: float | None
+    obs_age_p50_s: float | None
+    obs_age_max_s: float | None
+
+
+def report(engine: ChunkEngine, commanded_actions: int) -> EngineReport:
+    """
+    Summarize an engine's run; `commanded_actions` are those that really went out.
+
+    The moving fraction is commanded time over commanded plus underrun time.
+    """
+    stats = engine.stats
+    commanded = commanded_actions * engine.period
+    latencies = list(stats.latencies)
+    age_p50, age_max = summarize(list(stats.obs_ages))
+    return EngineReport(
+        chunks=stats.chunks, underruns=stats.underruns, underrun_s=stats.underrun_s,
+        longest_underrun_s=stats.longest_underrun_s,
+        moving_fraction=commanded / (commanded + stats.underrun_s) if commanded else 0.0,
+        requests=stats.requests, failed_requests=stats.failed_requests,
+        stale_chunks=stats.stale_chunks, dropped_steps=stats.dropped_steps,
+        blended_steps=stats.blended_steps, max_seam_jump=stats.max_seam_jump,
+        action_space=stats.action_space, latency_p50_s=quantile(latencies, 0.5),
+        latency_p95_s=quantile(latencies, 0.95), latency_p99_s=quantile(latencies, 0.99),
+        server_inference_p50_ms=quantile(list(stats.server_inference_ms), 0.5),
+        obs_age_p50_s=age_p50, obs_age_max_s=age_max)

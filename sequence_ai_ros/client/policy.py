@@ -8,14 +8,15 @@ run(observe, act)   we own the loop
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import asdict
 import threading
 import time
 from typing import Any
 import warnings
 
-from .engine import ChunkEngine, summarize
+from .engine import ChunkEngine, report
 from .errors import ChunkExhausted, PolicyBusy, PolicyClosed, Unavailable
-from .latency import LatencyWindow, quantile
+from .latency import LatencyWindow
 from .outcome import RunOutcome
 from .stream import ActionStream
 from .transport import Transport
@@ -327,24 +328,11 @@ class _RunLoop:
     def outcome_ready(self) -> None:
         now = time.monotonic()
         self.engine.close_underrun(now)
-        stats = self.engine.stats
         out = self.outcome
-        out.actions, out.chunks = self.acted, stats.chunks
+        for name, value in asdict(report(self.engine, self.acted)).items():
+            setattr(out, name, value)
+        out.actions = self.acted
         out.elapsed_s = now - self.began
-        out.underruns, out.underrun_s = stats.underruns, stats.underrun_s
-        out.longest_underrun_s = stats.longest_underrun_s
         out.stopped_early = self.reason != 'completed'
         out.reason = self.reason
-        out.max_seam_jump, out.action_space = stats.max_seam_jump, stats.action_space
-        commanded = self.acted * self.engine.period
-        out.moving_fraction = commanded / (commanded + stats.underrun_s) if commanded else 0.0
-        out.requests, out.failed_requests = stats.requests, stats.failed_requests
-        out.requests_per_s = stats.requests / out.elapsed_s if out.elapsed_s > 0 else 0.0
-        out.stale_chunks, out.dropped_steps = stats.stale_chunks, stats.dropped_steps
-        out.blended_steps = stats.blended_steps
-        latencies = list(stats.latencies)
-        out.latency_p50_s = quantile(latencies, 0.5)
-        out.latency_p95_s = quantile(latencies, 0.95)
-        out.latency_p99_s = quantile(latencies, 0.99)
-        out.server_inference_p50_ms = quantile(list(stats.server_inference_ms), 0.5)
-        out.obs_age_p50_s, out.obs_age_max_s = summarize(list(stats.obs_ages))
+        out.requests_per_s = out.requests / out.elapsed_s if out.elapsed_s > 0 else 0.0

@@ -6,10 +6,11 @@ Every action is checked before it is allowed out; any doubt (stale or bad input,
 error, an action outside the limits) ends the episode holding. An underrun holds and resumes.
 """
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 import time
 from typing import Any
 
+from sequence_ai_ros.client.engine import report
 from sequence_ai_ros.client.errors import SequencesError, Unavailable
 from sequence_ai_ros.client.policy import Policy
 from sequence_ai_ros.client.stream import ActionStream
@@ -117,26 +118,11 @@ class Episode:
 
     def summary(self) -> dict[str, Any]:
         """Return the outcome as RunOutcome-like fields, for logs and the outcome topic."""
-        stats = self.stream.engine.stats
-        latencies = sorted(stats.latencies)
-        commanded = self.actions * self.period
-
-        def pick(q: float) -> float | None:
-            return latencies[min(len(latencies) - 1, int(q * len(latencies)))] \
-                if latencies else None
-        return {
-            'actions': self.actions, 'chunks': stats.chunks, 'requests': stats.requests,
-            'elapsed_s': round(time.monotonic() - self.started, 3),
-            'underruns': stats.underruns, 'underrun_s': round(stats.underrun_s, 4),
-            'longest_underrun_s': round(stats.longest_underrun_s, 4),
-            'moving_fraction': round(commanded / (commanded + stats.underrun_s), 4)
-            if commanded else 0.0,
-            'max_seam_jump': stats.max_seam_jump, 'action_space': stats.action_space,
-            'latency_p50_s': pick(0.5), 'latency_p95_s': pick(0.95),
-            'dropped_steps': stats.dropped_steps, 'stale_chunks': stats.stale_chunks,
-            'holds': self.holds, 'stopped_early': self.outcome != 'completed',
-            'outcome': self.outcome, 'reason': self.reason,
-        }
+        fields = asdict(report(self.stream.engine, self.actions))
+        return dict(fields, actions=self.actions,
+                    elapsed_s=round(time.monotonic() - self.started, 3), holds=self.holds,
+                    stopped_early=self.outcome != 'completed', outcome=self.outcome,
+                    reason=self.reason)
 
     # -- internals -------------------------------------------------------------------------------
 
