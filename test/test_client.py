@@ -437,3 +437,15 @@ def test_a_server_fault_is_the_base_error_with_status_and_message():
                 policy.predict(observation(instruction='raise'))
     error = caught.value
     assert type(error) is sai.SequencesError and error.status == 500 and error.message
+
+
+def test_reconnects_after_the_gateway_restarts_without_leaking_threads():
+    with GatewayProcess(['--time-scale', '0.2', '--start-warm'], keys={KEY: 100}) as gw:
+        with connect(gw) as policy:
+            policy.predict(OBS)
+            threads = threading.active_count()
+            gw.restart()  # same port: the kept-alive connection is now dead
+            prediction = policy.predict(OBS)
+            assert len(prediction.action_chunk) == 15
+            assert gw.stats()['connections'] == 1, 'one new connection after the restart'
+            assert threading.active_count() == threads
