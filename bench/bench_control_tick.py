@@ -17,10 +17,8 @@ bench/RESULTS.md; --quick (10 s per run) only prints, unless --write.
 """
 
 import argparse
-from datetime import datetime, timezone
 import os
 from pathlib import Path
-import platform
 import random
 import statistics
 import subprocess
@@ -33,6 +31,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
+from _record import GATEWAY_NICE, lower_priority, machine, provenance  # noqa: E402
 from sequence_ai_ros import arm_model  # noqa: E402
 from sequence_ai_ros.gateway.process import GatewayProcess  # noqa: E402
 
@@ -41,7 +40,6 @@ QUICK_SECONDS = 10.0
 WARMUP_S = 3.0  # after the first command: discovery, first chunk, timer settled
 KEY = 'seq_bench_control_tick_key_00001'
 LATENCY_S = 0.3
-GATEWAY_NICE = 10
 RESULTS = HERE / 'RESULTS.md'
 WIDE_LIMIT_RAD = 1000.0
 SECTION = '## Control tick'
@@ -453,48 +451,6 @@ class Bench:
             print(f'{run.kind} at {run.rate:g} Hz for {self.args.seconds:g} s ...', flush=True)
             (self.run_node if run.kind == 'node' else self.run_bare)(run)
         time.sleep(0.5)  # the last receipts reach the file
-
-
-def lower_priority(pid: int | None, nice: int = GATEWAY_NICE) -> bool:
-    """Renice every thread of the gateway we started (Linux); False where that is not possible."""
-    if pid is None:
-        return False
-    try:
-        threads = [int(t) for t in os.listdir(f'/proc/{pid}/task')]
-        for tid in threads:
-            os.setpriority(os.PRIO_PROCESS, tid, nice)
-    except (OSError, AttributeError):
-        return False
-    return True
-
-
-def machine() -> str:
-    """CPU model, cores, Python and date, for the record."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path('/proc/cpuinfo').read_text().splitlines():
-            if line.startswith('model name'):
-                cpu = line.split(':', 1)[1].strip()
-                break
-    except OSError:
-        pass
-    date = datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
-    return (f'{cpu}, {os.cpu_count()} cores, Python {platform.python_version()} '
-            f'({platform.system()} {platform.release()}), {date}')
-
-
-def provenance() -> str:
-    """Return the commit measured and the tracked files that differed from it."""
-    try:
-        head = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=REPO,
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(['git', 'diff', '--name-only', 'HEAD'], cwd=REPO,
-                               capture_output=True, text=True, check=True).stdout.split()
-        dirty = [name for name in dirty if name != 'bench/RESULTS.md']  # this bench writes it
-    except (OSError, subprocess.CalledProcessError):
-        return 'not a git checkout'
-    return f'commit {head}' + (f' plus uncommitted changes to {", ".join(dirty)}'
-                               if dirty else '')
 
 
 def report(bench: Bench) -> str:

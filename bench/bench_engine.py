@@ -15,12 +15,8 @@ bench/RESULTS.md (a subset or --quick run only prints, unless --write).
 """
 
 import argparse
-from datetime import datetime, timezone
 import gc
-import os
 from pathlib import Path
-import platform
-import subprocess
 import sys
 import time
 
@@ -40,6 +36,7 @@ from _engine_report import (  # noqa: E402
     write_section,
 )
 from _engine_world import Arm, render_frames, WORLDS  # noqa: E402
+from _record import GATEWAY_NICE, lower_priority, machine, provenance  # noqa: E402
 from sequence_ai_ros.gateway.catalogue import load_catalogue, ModelProfile  # noqa: E402
 from sequence_ai_ros.gateway.config import SCENARIOS  # noqa: E402
 from sequence_ai_ros.gateway.process import GatewayProcess  # noqa: E402
@@ -48,55 +45,7 @@ DEFAULT_SCALE = 0.2
 DEFAULT_CHUNKS = 20
 QUICK_CHUNKS = 6
 KEY = 'seq_bench_engine'
-# The gateway stands in for a remote server: on this machine it shares the cores with the
-# control loop, so it runs at a lower priority to steal fewer of the loop's ticks.
-GATEWAY_NICE = 10
 RESULTS = HERE / 'RESULTS.md'
-
-
-def lower_priority(gateway: GatewayProcess, nice: int = GATEWAY_NICE) -> bool:
-    """Renice every thread of the gateway we started (Linux); False where that is not possible."""
-    pid = gateway.pid
-    if pid is None:
-        return False
-    try:
-        threads = [int(t) for t in os.listdir(f'/proc/{pid}/task')]
-    except OSError:
-        threads = [pid]
-    try:
-        for tid in threads:
-            os.setpriority(os.PRIO_PROCESS, tid, nice)
-    except (OSError, AttributeError):
-        return False
-    return True
-
-
-def machine() -> str:
-    """CPU model, cores, Python and date, for the record."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path('/proc/cpuinfo').read_text().splitlines():
-            if line.startswith('model name'):
-                cpu = line.split(':', 1)[1].strip()
-                break
-    except OSError:
-        pass
-    date = datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
-    return (f'{cpu}, {os.cpu_count()} cores, Python {platform.python_version()} '
-            f'({platform.system()} {platform.release()}), {date}')
-
-
-def provenance() -> str:
-    """Return the commit measured and the tracked files that differed from it."""
-    try:
-        head = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], cwd=HERE.parent,
-                              capture_output=True, text=True, check=True).stdout.strip()
-        dirty = subprocess.run(['git', 'diff', '--name-only', 'HEAD'], cwd=HERE.parent,
-                               capture_output=True, text=True, check=True).stdout.split()
-    except (OSError, subprocess.CalledProcessError):
-        return 'not a git checkout'
-    return f'commit {head}' + (f' plus uncommitted changes to {", ".join(dirty)}'
-                               if dirty else '')
 
 
 class Bench:
@@ -131,7 +80,7 @@ class Bench:
                         self._step_run(profile, loop)
                 continue
             with self.gateway(scenario) as gateway:
-                lower_priority(gateway)
+                lower_priority(gateway.pid)
                 for profile in self.profiles:
                     for loop in self.args.loops:
                         self._run(gateway.base_url, profile, scenario, loop)
@@ -166,7 +115,7 @@ class Bench:
         began = time.monotonic()
         with gateway:
             self._startup_s = max(self._startup_s or 0.0, time.monotonic() - began)
-            lower_priority(gateway)
+            lower_priority(gateway.pid)
             started = time.monotonic() - float(gateway.stats()['uptime_s'])
             step_at = started + step_after
             delay = step_at - half - time.monotonic()
