@@ -9,3 +9,22 @@ os.environ['ROS_LOCALHOST_ONLY'] = '1'  # Humble
 os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'  # Jazzy and later
 
 from fixtures_gateway import *  # noqa: E402,F401,F403
+import pytest  # noqa: E402
+from reliability import FaultMatrix  # noqa: E402
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Remember each phase's report so fault_matrix knows whether its test passed."""
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, f'report_{report.when}', report)
+
+
+@pytest.fixture
+def fault_matrix(request):
+    """Rows for docs/RELIABILITY.md; written after the test with its pass/fail as `survived`."""
+    matrix = FaultMatrix(request.node.nodeid)
+    yield matrix
+    report = getattr(request.node, 'report_call', None)
+    matrix.flush(passed=bool(report and report.passed))
