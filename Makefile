@@ -7,7 +7,7 @@ PYTEST_ARGS ?=
 # The client core: what must stay httpx-only and type-clean.
 CLIENT_CORE := sequence_ai_ros/__init__.py sequence_ai_ros/client
 
-.PHONY: all venv test lint demo bench clean
+.PHONY: all venv test lint demo bench reliability clean
 
 all: test
 
@@ -24,7 +24,7 @@ $(STAMP): requirements.txt requirements-dev.txt setup.py
 lint: venv
 	$(PY) -m ruff check .
 	$(PY) -m mypy $(CLIENT_CORE)
-	$(VENV)/bin/vermin --no-tips --violations --eval-annotations -t=3.10- sequence_ai_ros test bench setup.py
+	$(VENV)/bin/vermin --no-tips --violations --eval-annotations -t=3.10- sequence_ai_ros test bench scripts setup.py
 
 # pytest exits 5 when it collects nothing; that is not a failure of the code under test.
 test: lint
@@ -35,6 +35,10 @@ demo: venv
 
 bench: venv
 	$(PY) bench/run_all.py
+
+# Rerun every fault test and rewrite docs/RELIABILITY.md from what they measured.
+reliability: venv
+	$(PY) scripts/reliability_matrix.py
 
 clean:
 	rm -rf $(VENV) build install log .pytest_cache .mypy_cache .ruff_cache

@@ -11,10 +11,13 @@ Importing this package loads only the client core (httpx); the ROS node, the loc
 and the simulated arm live in subpackages that are imported only when used.
 """
 
+import ssl
+
 from .client.config import DEFAULT_BASE_URL, full_model_id
 from .client.engine import ChunkEngine
 from .client.errors import (
     AuthError,
+    CertificateError,
     ChunkExhausted,
     InvalidRequest,
     MalformedResponse,
@@ -36,12 +39,13 @@ __all__ = [
     'connect', 'models', 'Policy', 'ActionStream', 'ChunkEngine', 'Observation', 'ImageFrame',
     'Proprioception', 'ActionChunk', 'Prediction', 'RunOutcome', 'Model', 'SequencesError',
     'AuthError', 'OutOfCredit', 'InvalidRequest', 'Unavailable', 'ChunkExhausted',
-    'MalformedResponse', 'PolicyBusy', 'PolicyClosed', 'DEFAULT_BASE_URL',
+    'MalformedResponse', 'CertificateError', 'PolicyBusy', 'PolicyClosed', 'DEFAULT_BASE_URL',
 ]
 
 
 def connect(model: str, *, api_key: str | None = None, base_url: str | None = None,
-            control_hz: float | None = None, timeout_s: float = 30.0) -> Policy:
+            control_hz: float | None = None, timeout_s: float = 30.0,
+            verify: bool | str | ssl.SSLContext = True) -> Policy:
     """
     Open a Policy on one model; nothing is sent (or billed) until the first request.
 
@@ -50,8 +54,10 @@ def connect(model: str, *, api_key: str | None = None, base_url: str | None = No
     base_url    else $SEQUENCES_BASE_URL, else the hosted gateway
     control_hz  play actions at this rate instead of the rate each chunk declares
     timeout_s   per-request timeout
+    verify      TLS: True (system CAs), a CA file path, or an ssl.SSLContext; never off
     """
-    transport = Transport(api_key=api_key, base_url=base_url, timeout_s=timeout_s)
+    transport = Transport(api_key=api_key, base_url=base_url, timeout_s=timeout_s,
+                          verify=verify)
     return Policy(transport, full_model_id(model), control_hz=control_hz)
 
 

@@ -28,3 +28,15 @@ def fault_matrix(request):
     yield matrix
     report = getattr(request.node, 'report_call', None)
     matrix.flush(passed=bool(report and report.passed))
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        'markers', 'fault_matrix: records a row of docs/RELIABILITY.md (auto-applied)')
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark every test that records matrix rows, so `-m fault_matrix` reruns just those."""
+    for item in items:
+        if 'fault_matrix' in getattr(item, 'fixturenames', ()):
+            item.add_marker(pytest.mark.fault_matrix)

@@ -12,6 +12,7 @@ import json
 import os
 from pathlib import Path
 import threading
+import time
 
 OUT_ENV = 'SEQUENCE_AI_ROS_RELIABILITY_OUT'
 AREAS = ('network', 'gateway', 'malformed answer', 'ROS input', 'lifecycle', 'load', 'fuzz',
@@ -89,3 +90,18 @@ def resident_kib(pid: int | str = 'self') -> int:
         if line.startswith('VmRSS:'):
             return int(line.split()[1])
     raise RuntimeError(f'no VmRSS for pid {pid}')
+
+
+def settled(count, limit: int, timeout_s: float = 10.0) -> int:
+    """
+    Poll `count()` until it is at most `limit` or the timeout passes; return the last count.
+
+    A request abandoned at a stop finishes on its worker thread within the request timeout,
+    so "back to the baseline" is checked with a bounded wait, not at one instant.
+    """
+    deadline = time.monotonic() + timeout_s
+    value = count()
+    while value > limit and time.monotonic() < deadline:
+        time.sleep(0.05)
+        value = count()
+    return value

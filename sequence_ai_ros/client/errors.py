@@ -36,6 +36,10 @@ class Unavailable(SequencesError):
         self.job_id = job_id
 
 
+class CertificateError(SequencesError):
+    """The gateway's TLS certificate failed verification. Deterministic: fix it or pass verify=."""
+
+
 class MalformedResponse(SequencesError):
     """A 2xx answer that is not a usable chunk (not JSON, missing fields, NaN, wrong shape)."""
 
@@ -50,3 +54,17 @@ class PolicyBusy(SequencesError):
 
 class PolicyClosed(SequencesError):
     """The Policy was closed; open a new one with connect()."""
+
+
+def is_transient(error: BaseException) -> bool:
+    """
+    Say whether asking again could succeed: a lost connection, a timeout, a 5xx, a bad answer.
+
+    A warming worker is not transient here: it takes minutes, and only the wait before the
+    first action is the client's to make. Auth, credit and invalid requests are deterministic.
+    """
+    if isinstance(error, Unavailable):
+        return not error.warming
+    if isinstance(error, MalformedResponse):
+        return True  # the bad chunk is dropped unplayed; a fresh one may be fine
+    return type(error) is SequencesError and (error.status or 0) >= 500

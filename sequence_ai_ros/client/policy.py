@@ -104,8 +104,8 @@ class Policy:
     def new_stream(self, *, join: str = 'append', prefetch: bool = True, max_inflight: int = 2,
                    smooth_seam: int = 0, seam_blend: str = 'linear',
                    on_chunk: Callable[[Prediction], Any] | None = None,
-                   clock: Callable[[], float] = time.monotonic,
-                   **options: Any) -> ActionStream:
+                   clock: Callable[[], float] = time.monotonic, retries: int = 2,
+                   retry_backoff_s: float = 0.25, **options: Any) -> ActionStream:
         """
         Make an ActionStream on this Policy's connection.
 
@@ -115,7 +115,8 @@ class Policy:
         engine = ChunkEngine(join=join, prefetch=prefetch, max_inflight=max_inflight,
                              control_hz=self._control_hz, smooth_seam=smooth_seam,
                              blend=seam_blend, latency=self._latency)
-        return ActionStream(self.send, engine, options=options, clock=clock, on_chunk=on_chunk)
+        return ActionStream(self.send, engine, options=options, clock=clock, on_chunk=on_chunk,
+                            retries=retries, retry_backoff_s=retry_backoff_s)
 
     # -- you do everything ------------------------------------------------------------------
 
@@ -185,7 +186,8 @@ class Policy:
             on_chunk: Callable[[Prediction], Any] | None = None,
             on_underrun: Callable[[float], Any] | None = None, prefetch: bool = True,
             startup_timeout_s: float = 0.0, smooth_seam: int = 0, join: str = 'append',
-            max_inflight: int = 2, seam_blend: str = 'linear', **options: Any) -> RunOutcome:
+            max_inflight: int = 2, seam_blend: str = 'linear', retries: int = 2,
+            retry_backoff_s: float = 0.25, **options: Any) -> RunOutcome:
         """
         Run a bounded control loop and report what happened.
 
@@ -201,6 +203,9 @@ class Policy:
         join         'append' (the seed's) or 'aligned' (step i at capture + i/hz)
         max_inflight requests allowed in flight when latency says one is not enough
         seam_blend   'linear' (the seed's ramp) or 'min_jerk'
+        retries      transient failures (connection lost, timeout, 5xx, malformed answer)
+                     absorbed in a row while the plan keeps playing; the next one is raised
+        retry_backoff_s  pause before the first retry, doubled for each further one
         """
         if isinstance(max_actions, bool) or not isinstance(max_actions, int) or max_actions <= 0:
             raise ValueError('max_actions must be a positive integer')
@@ -211,7 +216,8 @@ class Policy:
                 _warn_no_validate()
             stream = self.new_stream(join=join, prefetch=prefetch, max_inflight=max_inflight,
                                      smooth_seam=smooth_seam, seam_blend=seam_blend,
-                                     on_chunk=on_chunk, **options)
+                                     on_chunk=on_chunk, retries=retries,
+                                     retry_backoff_s=retry_backoff_s, **options)
             loop = _RunLoop(self, stream, observe, act, validate, on_underrun, max_actions,
                             startup_timeout_s)
             try:
@@ -301,6 +307,7 @@ class _RunLoop:
         if self.stream.inflight:
             self.stream.wait()
             return
+        time.sleep(self.stream.retry_delay(time.monotonic()))
         self.stream.start(self.observe(), time.monotonic())
         self.stream.wait()
 
@@ -308,12 +315,13 @@ class _RunLoop:
         """Get the first chunk, waiting out a warming worker only here, before anything moves."""
         deadline = time.monotonic() + self.startup_timeout_s
         while True:
+            time.sleep(self.stream.retry_delay(time.monotonic()))
             captured = time.monotonic()
             self.stream.start(self.observe(), captured)
             self.stream.wait()
             try:
-                self.stream.collect()
-                return
+                if self.stream.collect():
+                    return
             except Unavailable as exc:
                 if not (exc.warming and self.startup_timeout_s > 0):
                     raise

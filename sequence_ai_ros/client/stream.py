@@ -13,6 +13,7 @@ import time
 from typing import Any, Union
 
 from .engine import ChunkEngine, PlannedStep
+from .errors import is_transient, SequencesError
 from .types import Observation, Prediction
 
 ObservationSource = Union[Observation, Callable[[], Observation]]  # noqa: UP007 (3.10 alias)
@@ -26,12 +27,22 @@ class ActionStream:
     `observe` passed to step() returns an Observation, or a zero-argument callable that builds
     one; a callable is built on the worker thread, which keeps image encoding off a control
     tick that only needs to snapshot its inputs.
+
+    A transient failure (lost connection, timeout, 5xx, malformed answer: `is_transient`) is
+    retried up to `retries` times in a row, after a backoff of `retry_backoff_s` doubling each
+    time, while the plan already in hand keeps playing; the next failure is raised. Nothing of
+    a failed request is ever played.
     """
 
     def __init__(self, send: Sender, engine: ChunkEngine, *, options: dict[str, Any] | None
                  = None, clock: Callable[[], float] = time.monotonic,
                  on_chunk: Callable[[Prediction], Any] | None = None,
-                 name: str = 'sequence-ai-request') -> None:
+                 name: str = 'sequence-ai-request', retries: int = 2,
+                 retry_backoff_s: float = 0.25) -> None:
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise ValueError('retries must be an integer >= 0')
+        if not retry_backoff_s >= 0:
+            raise ValueError('retry_backoff_s must be >= 0')
         self.engine = engine
         self._send = send
         self._options = dict(options or {})
@@ -43,6 +54,12 @@ class ActionStream:
         self._arrivals: dict[int, float] = {}
         self._lock = threading.Lock()
         self.last_prediction: Prediction | None = None
+        self.retries = retries
+        self.retry_backoff_s = retry_backoff_s
+        self.retried = 0  # transient failures absorbed over the stream's life
+        self.last_transient_error: SequencesError | None = None
+        self._failures_in_a_row = 0
+        self._retry_at = float('-inf')
 
     def set_options(self, **options: Any) -> None:
         """Change the wire options (e.g. the instruction's extras) for the next requests."""
@@ -56,7 +73,7 @@ class ActionStream:
         Raises the first failed request's error (typed SequencesError), after marking it.
         """
         self.collect()
-        if allow_request and self.engine.should_request(now):
+        if allow_request and now >= self._retry_at and self.engine.should_request(now):
             self.start(observe(), now)
         if not self.engine.buffered and self.collect():
             pass  # a chunk landed since the first look: no underrun for a race of microseconds
@@ -88,7 +105,9 @@ class ActionStream:
             error = future.exception()
             if error is not None:
                 self.engine.request_failed(ticket)
-                raise error
+                self._absorb_or_raise(error)
+                continue
+            self._failures_in_a_row = 0
             prediction = future.result()
             server_ms = prediction.perf.get('inference_ms')
             applied = self.engine.chunk_arrived(
@@ -100,6 +119,19 @@ class ActionStream:
                 if self._on_chunk is not None:
                     self._on_chunk(prediction)
         return joined
+
+    def retry_delay(self, now: float) -> float:
+        """Return how long until a request may start again after a transient failure (0: now)."""
+        return max(0.0, self._retry_at - now)
+
+    def _absorb_or_raise(self, error: BaseException) -> None:
+        if not is_transient(error) or self._failures_in_a_row >= self.retries:
+            self._failures_in_a_row = 0
+            raise error
+        self._failures_in_a_row += 1
+        self.retried += 1
+        self.last_transient_error = error  # type: ignore[assignment]  # is_transient: typed
+        self._retry_at = self._clock() + self.retry_backoff_s * 2 ** (self._failures_in_a_row - 1)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until a request in flight finishes; False if none is in flight or on timeout."""

@@ -2,6 +2,7 @@
 
 import json
 import math
+import ssl
 from typing import Any
 
 import httpx
@@ -9,6 +10,7 @@ import httpx
 from .config import mask_key, resolve_api_key, resolve_base_url
 from .errors import (
     AuthError,
+    CertificateError,
     InvalidRequest,
     MalformedResponse,
     OutOfCredit,
@@ -38,9 +40,10 @@ class Transport:
 
     def __init__(self, *, api_key: str | None = None, base_url: str | None = None,
                  timeout_s: float = 30.0, require_key: bool = True,
-                 verify: Any = True) -> None:
+                 verify: bool | str | ssl.SSLContext = True) -> None:
         if not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
             raise ValueError('timeout_s must be a positive number of seconds')
+        tls = tls_context(verify)
         key, self.key_source = resolve_api_key(api_key)
         if require_key and not key:
             raise AuthError('no API key: pass api_key=, set $SEQUENCES_API_KEY, or write it to '
@@ -57,7 +60,7 @@ class Transport:
             # One robot, one connection, kept as long as the gateway allows.
             limits=httpx.Limits(max_connections=4, max_keepalive_connections=4,
                                 keepalive_expiry=300.0),
-            verify=verify,
+            verify=tls,
         )
 
     def __repr__(self) -> str:
@@ -72,21 +75,30 @@ class Transport:
         try:
             response = self._client.post(
                 path, content=body, headers={'Content-Type': 'application/json'})
-        except httpx.TimeoutException as exc:
-            raise Unavailable(f'{path} timed out after {self._client.timeout.read}s') from exc
-        except httpx.TransportError as exc:
-            raise Unavailable(f'could not reach {self.base_url}: {type(exc).__name__}') from exc
+        except httpx.HTTPError as exc:
+            raise self._transport_error(path, exc) from exc
         return self._unwrap(response)
 
     def get(self, path: str) -> dict[str, Any]:
         """GET and return the decoded 2xx body, or raise the typed error."""
         try:
             response = self._client.get(path)
-        except httpx.TimeoutException as exc:
-            raise Unavailable(f'{path} timed out after {self._client.timeout.read}s') from exc
-        except httpx.TransportError as exc:
-            raise Unavailable(f'could not reach {self.base_url}: {type(exc).__name__}') from exc
+        except httpx.HTTPError as exc:
+            raise self._transport_error(path, exc) from exc
         return self._unwrap(response)
+
+    def _transport_error(self, path: str, exc: httpx.HTTPError) -> SequencesError:
+        if isinstance(exc, httpx.TimeoutException):
+            return Unavailable(f'{path} timed out after {self._client.timeout.read}s')
+        cause: BaseException | None = exc
+        while cause is not None:  # httpx wraps the ssl error in its own ConnectError
+            if isinstance(cause, ssl.SSLCertVerificationError):
+                return CertificateError(
+                    f'the TLS certificate of {self.base_url} failed verification '
+                    f'({cause.verify_message}); fix the certificate, or pass verify= a CA '
+                    'file that signs it')
+            cause = cause.__cause__ or cause.__context__
+        return Unavailable(f'could not reach {self.base_url}: {type(exc).__name__}')
 
     def close(self) -> None:
         """Close the pooled connection. Idempotent."""
@@ -105,6 +117,23 @@ class Transport:
                 raise MalformedResponse(f'{status} answer is not a JSON object', status=status)
             return decoded
         raise error_for(response)
+
+
+def tls_context(verify: bool | str | ssl.SSLContext) -> ssl.SSLContext:
+    """
+    Return the SSL context for `verify`: True (system CAs), a CA file path, or a context.
+
+    False is refused: a robot that moves on commands from an unauthenticated server is the
+    one failure this client will not make easy.
+    """
+    if isinstance(verify, ssl.SSLContext):
+        return verify
+    if verify is True:
+        return ssl.create_default_context()
+    if isinstance(verify, str) and verify:
+        return ssl.create_default_context(cafile=verify)
+    raise ValueError('TLS verification stays on: pass verify=True (system CAs), a CA file '
+                     'path, or an ssl.SSLContext')
 
 
 def _retry_after(detail: dict[str, Any], headers: httpx.Headers) -> float | None:
