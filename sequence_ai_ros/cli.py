@@ -1,9 +1,12 @@
-"""The `sequence-ai-ros` command: models, doctor, gateway and demo."""
+"""The `sequence-ai-ros` command: models, doctor, gateway, proxy and demo."""
 
 import argparse
 from collections.abc import Sequence
 import importlib
+import math
+import signal
 import sys
+import threading
 from typing import Any
 
 import httpx
@@ -35,6 +38,13 @@ Checks 4, 5 and 7 make ONE real /v1/act call, which costs one credit when it is 
 unknown: WARN). A cold model is a WARN: doctor does not wait for it unless --wait."""
 
 
+PROXY_DESCRIPTION = """\
+Relay a local port to a gateway on this machine through a slower link, to rehearse a robot
+against the network it will really have: point its base_url at the printed URL (https:// if
+the gateway serves TLS, which passes through untouched). Only loopback addresses are accepted.
+Runs until Ctrl-C."""
+
+
 def _exit_codes_epilog() -> str:
     lines = ['exit codes (for launch scripts):']
     lines += [f'  {code:>2}  {meaning}' for code, meaning in EXIT_CODES]
@@ -60,6 +70,37 @@ def _positive_float(text: str) -> float:
     if not value > 0 or value == float('inf'):
         raise argparse.ArgumentTypeError(f'expected a number of seconds > 0, got {text!r}')
     return value
+
+
+def _milliseconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f'expected milliseconds >= 0, got {text!r}')
+    return value
+
+
+def _kbps(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not (value > 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f'expected kilobits per second > 0, got {text!r}')
+    return value
+
+
+def _host_port(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(':')
+    try:
+        number = int(port)
+    except ValueError:
+        number = 0
+    if not host or not 0 < number < 65536:
+        raise argparse.ArgumentTypeError(f'expected HOST:PORT, e.g. 127.0.0.1:8765, got {text!r}')
+    return host.strip('[]'), number
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -103,6 +144,24 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument('--timeout', type=_positive_float, default=30.0, metavar='SECONDS',
                         help='per-request timeout (default %(default)s)')
     doctor.set_defaults(handler=_doctor)
+
+    proxy = commands.add_parser(
+        'proxy', help='relay to a local gateway over a slow link (latency, jitter, bandwidth)',
+        description=PROXY_DESCRIPTION)
+    proxy.add_argument('--upstream', required=True, type=_host_port, metavar='HOST:PORT',
+                       help='the gateway to relay to, e.g. 127.0.0.1:8765 (loopback only)')
+    proxy.add_argument('--host', default='127.0.0.1',
+                       help='address to listen on (loopback only; default %(default)s)')
+    proxy.add_argument('--port', type=int, default=0,
+                       help='port to listen on (default: a free one, printed at start)')
+    proxy.add_argument('--latency-ms', type=_milliseconds, default=0.0, metavar='MS',
+                       help='one-way delay added each way: a round trip gains twice this')
+    proxy.add_argument('--jitter-ms', type=_milliseconds, default=0.0, metavar='MS',
+                       help='random extra delay up to this per chunk, order kept')
+    proxy.add_argument('--bandwidth-kbps', type=_kbps, default=None, metavar='KBIT/S',
+                       help='cap per direction and connection, in kilobits per second '
+                       '(default: unlimited)')
+    proxy.set_defaults(handler=_proxy)
 
     commands.add_parser('gateway', add_help=False,
                         help='run the local gateway (see `sequence-ai-ros gateway --help`)')
@@ -175,6 +234,40 @@ def _doctor(args: argparse.Namespace) -> int:
     return run_doctor(DoctorOptions(
         model=args.model, base_url=args.base_url, api_key_file=args.api_key_file,
         samples=args.samples, act=args.act, wait_s=args.wait, timeout_s=args.timeout))
+
+
+def _proxy(args: argparse.Namespace) -> int:
+    from .faults import FaultProxy
+
+    host, port = args.upstream
+    try:
+        proxy = FaultProxy(host, port, listen_host=args.host, listen_port=args.port)
+        proxy.latency_s = args.latency_ms / 1000
+        proxy.jitter_s = args.jitter_ms / 1000
+        if args.bandwidth_kbps is not None:
+            proxy.bandwidth_bytes_per_s = args.bandwidth_kbps * 1000 / 8
+        proxy.start()
+    except (ValueError, OSError) as exc:
+        print(f'{PROG} proxy: {exc}', file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    bandwidth = f'{args.bandwidth_kbps:g} kbit/s' if args.bandwidth_kbps else 'unlimited'
+    print(f'proxy {proxy.url()} -> {host}:{port}: latency {args.latency_ms:g} ms each way '
+          f'(+{2 * args.latency_ms:g} ms per round trip), jitter up to {args.jitter_ms:g} ms, '
+          f'bandwidth {bandwidth}. Ctrl-C to stop.', flush=True)
+    try:
+        while not stop.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        proxy.close()
+        signal.signal(signal.SIGTERM, previous)
+    stats = proxy.stats()
+    print(f'relayed {stats.accepted} connections, {stats.requests} plain-HTTP requests, '
+          f'{stats.bytes_up} B up, {stats.bytes_down} B down', flush=True)
+    return 0
 
 
 def _gateway(argv: list[str]) -> int:

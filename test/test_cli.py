@@ -366,6 +366,33 @@ def test_gateway_subcommand_serves_the_contract(xdg):
     assert usage.returncode == 0 and usage.stdout.startswith('usage: sequence-ai-ros gateway')
 
 
+def test_proxy_subcommand_relays_over_a_slow_link(warm, xdg):
+    env = {k: v for k, v in os.environ.items() if not k.startswith('SEQUENCES_')}
+    env['PYTHONPATH'] = REPO_ROOT
+    proc = subprocess.Popen([sys.executable, '-m', 'sequence_ai_ros.cli', 'proxy', '--upstream',
+                             f'127.0.0.1:{warm.port}', '--latency-ms', '50', '--jitter-ms', '5',
+                             '--bandwidth-kbps', '8000'],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        banner = proc.stdout.readline()
+        url = re.match(r'proxy (http://127\.0\.0\.1:\d+) -> 127\.0\.0\.1:(\d+): latency 50 ms',
+                       banner)
+        assert url and int(url[2]) == warm.port, banner + proc.stderr.read()
+        with httpx.Client(base_url=url[1], timeout=10) as client:
+            client.get('/v1/health')
+            began = time.monotonic()
+            assert client.get('/v1/health').json()['status'] == 'ok'
+            assert time.monotonic() - began >= 0.1  # 50 ms each way on the kept-alive connection
+    finally:
+        proc.terminate()
+        out, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0, err
+    assert 'relayed 1 connections, 2 plain-HTTP requests' in out
+    refused = run_cli('proxy', '--upstream', '10.0.0.1:80', xdg=xdg)
+    assert refused.returncode == 2 and 'not loopback' in refused.stderr
+    assert run_cli('proxy', '--upstream', '127.0.0.1', xdg=xdg).returncode == 2
+
+
 def test_demo_not_built_yet(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, cli.DEMO_MODULE, None)
     assert cli.main(['demo', '--anything']) == 2
