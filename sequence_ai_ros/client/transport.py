@@ -3,6 +3,7 @@
 import json
 import math
 import ssl
+import time
 from typing import Any
 
 import httpx
@@ -19,6 +20,8 @@ from .errors import (
 )
 
 _INVALID_STATUSES = (400, 404, 413, 422)
+# A chunk is kilobytes; a body this big is a broken or hostile server, not a plan to parse.
+MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 
 
 def _version() -> str:
@@ -49,6 +52,7 @@ class Transport:
             raise AuthError('no API key: pass api_key=, set $SEQUENCES_API_KEY, or write it to '
                             'the credentials file ($XDG_CONFIG_HOME/sequence-ai/credentials)')
         self._masked_key = mask_key(key)
+        self.timeout_s = float(timeout_s)
         self.base_url = resolve_base_url(base_url)
         headers = {'User-Agent': f'sequence_ai_ros/{_version()}'}
         if key:  # never 'Bearer None'
@@ -72,17 +76,36 @@ class Transport:
             body = json.dumps(payload, allow_nan=False)
         except ValueError as exc:
             raise InvalidRequest(f'request holds a non-finite number: {exc}') from exc
-        try:
-            response = self._client.post(
-                path, content=body, headers={'Content-Type': 'application/json'})
-        except httpx.HTTPError as exc:
-            raise self._transport_error(path, exc) from exc
-        return self._unwrap(response)
+        return self._exchange('POST', path, content=body,
+                              headers={'Content-Type': 'application/json'})
 
     def get(self, path: str) -> dict[str, Any]:
         """GET and return the decoded 2xx body, or raise the typed error."""
+        return self._exchange('GET', path)
+
+    def close(self) -> None:
+        """Close the pooled connection. Idempotent."""
+        self._client.close()
+
+    def _exchange(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        # httpx's read timeout is per read: a server that drips a byte at a time would never
+        # time out. The body is read piece by piece against one deadline and one size cap.
+        deadline = time.monotonic() + self.timeout_s
         try:
-            response = self._client.get(path)
+            with self._client.stream(method, path, **kwargs) as streamed:
+                pieces, size = [], 0
+                for piece in streamed.iter_bytes():
+                    size += len(piece)
+                    if size > MAX_RESPONSE_BYTES:
+                        raise MalformedResponse(
+                            f'{streamed.status_code} answer is over {MAX_RESPONSE_BYTES} bytes; '
+                            'refused without reading the rest', status=streamed.status_code)
+                    if time.monotonic() > deadline:
+                        raise Unavailable(f'{path}: the answer was still arriving after '
+                                          f'{self.timeout_s:g}s (timeout_s)')
+                    pieces.append(piece)
+                response = httpx.Response(streamed.status_code, headers=streamed.headers,
+                                          content=b''.join(pieces), request=streamed.request)
         except httpx.HTTPError as exc:
             raise self._transport_error(path, exc) from exc
         return self._unwrap(response)
@@ -98,16 +121,20 @@ class Transport:
                     f'({cause.verify_message}); fix the certificate, or pass verify= a CA '
                     'file that signs it')
             cause = cause.__cause__ or cause.__context__
-        return Unavailable(f'could not reach {self.base_url}: {type(exc).__name__}')
-
-    def close(self) -> None:
-        """Close the pooled connection. Idempotent."""
-        self._client.close()
+        if isinstance(exc, httpx.ConnectError):
+            return Unavailable(f'could not reach {self.base_url}: {type(exc).__name__}')
+        return Unavailable(f'the connection to {self.base_url} was lost during {path} '
+                           f'({type(exc).__name__}); the next request opens a new one')
 
     @staticmethod
     def _unwrap(response: httpx.Response) -> dict[str, Any]:
         status = response.status_code
         if 200 <= status < 300:
+            media = response.headers.get('content-type', '').split(';')[0].strip().lower()
+            if not (media == 'application/json' or media.endswith('+json')):
+                # e.g. a captive portal's HTML page or a proxy's text: not the gateway speaking
+                raise MalformedResponse(f'{status} answer is {media or "untyped"}, not JSON',
+                                        status=status, body=response.text[:2000])
             try:
                 decoded = response.json()
             except ValueError as exc:
