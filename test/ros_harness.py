@@ -7,6 +7,8 @@ them stale or NaN), records every command, offers the hold service, and drives t
 
 from array import array
 import io
+import json
+import math
 import os
 from pathlib import Path
 import subprocess
@@ -15,14 +17,20 @@ import tempfile
 import threading
 import time
 
+from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticArray
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 from PIL import Image as PILImage
+from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+from rcl_interfaces.srv import GetParameters, SetParameters
 import rclpy
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
+from reliability import open_sockets, thread_count
 from sensor_msgs.msg import CompressedImage, Image, JointState
 from sequence_ai_ros import arm_model
+from sequence_ai_ros.gateway.process import GatewayProcess
 from sequence_ai_ros.sim.render import SceneRenderer
 from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
@@ -32,6 +40,10 @@ import yaml
 REPO = str(Path(__file__).resolve().parents[1])
 NAMES = list(arm_model.JOINT_NAMES) + [arm_model.GRIPPER_JOINT]
 RELIABLE = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+NODE_KEY = 'seq_node_tests_key_0000000000001'
+NODE_ENV = {'SEQUENCES_API_KEY': NODE_KEY}
+NODE_SCALE = 0.2  # pi05-droid: 15 steps at 75 Hz, a 0.2 s chunk
+CONTROL_PERIOD_S = NODE_SCALE / 15
 
 
 def node_parameters(**overrides):
@@ -101,18 +113,34 @@ class Robot:
     """The test's side of DDS for one namespace: sensors out, commands and diagnostics in."""
 
     def __init__(self, node, namespace, *, joint_rate_hz=50.0, camera_rate_hz=10.0,
-                 compressed=False):
+                 compressed=False, stamp_frames=False, watch_diagnostics=False):
+        """
+        Play the robot of `namespace`.
+
+        `compressed` is one flag for both cameras or a (exterior, wrist) pair; `stamp_frames`
+        stamps camera frames (joint states are always stamped); `watch_diagnostics` keeps
+        (time, status) of this namespace's /diagnostics statuses in `diagnostics`.
+        """
         self.node = node
         self.ns = f'/{namespace}'
+        self.joint_rate_hz, self.camera_rate_hz = joint_rate_hz, camera_rate_hz
         self.positions = [float(v) for v in arm_model.HOME] + [0.0]
         self.names = list(NAMES)
         self.publish_joints = True
         self.publish_cameras = True
         self.follow = True
+        self.stamp_frames = stamp_frames
+        # Added to the stamps the timers put on (a clock that jumped); 0 = now.
+        self.joint_stamp_shift_s = 0.0
+        self.frame_stamp_shift_s = 0.0
+        # Camera index -> message published instead of the rendered frame, every camera tick.
+        self.frame_overrides = {}
+        self._injections = []
         self.commands = []
         self.outcomes = []
         self.diagnostics = []
         self.holds = 0
+        self.hold_times = []
         self._renderer = SceneRenderer(160, 120)
         self._frames = (None, [])
         self._lock = threading.Lock()
@@ -121,10 +149,14 @@ class Robot:
         self.joint_pub = keep(node.create_publisher(JointState, f'{self.ns}/joint_states',
                                                     qos_profile_sensor_data))
         self.compressed = compressed
-        kind, suffix = (CompressedImage, '/compressed') if compressed else (Image, '')
+        self.compressed_views = (compressed,) * 2 if isinstance(compressed, bool) \
+            else tuple(compressed)
         self.image_pubs = [keep(node.create_publisher(
-            kind, f'{self.ns}/camera/{view}/image_raw{suffix}', qos_profile_sensor_data))
-            for view in ('exterior', 'wrist')]
+            *((CompressedImage, f'{self.ns}/camera/{view}/image_raw/compressed') if packed
+              else (Image, f'{self.ns}/camera/{view}/image_raw')), qos_profile_sensor_data))
+            for view, packed in zip(('exterior', 'wrist'), self.compressed_views)]
+        self.instruction_pub = keep(node.create_publisher(String, f'{self.ns}/instruction',
+                                                          RELIABLE))
         self.gate_pub = keep(node.create_publisher(Bool, f'{self.ns}/safety_gate', RELIABLE))
         keep(node.create_subscription(
             JointTrajectory, f'{self.ns}/joint_trajectory_controller/joint_trajectory',
@@ -132,6 +164,9 @@ class Robot:
         keep(node.create_subscription(String, f'{self.ns}/policy_node/episode_outcome',
                                       lambda msg: self.outcomes.append(msg.data), RELIABLE))
         keep(node.create_service(Trigger, f'{self.ns}/robot/hold', self._on_hold))
+        if watch_diagnostics:
+            keep(node.create_subscription(DiagnosticArray, '/diagnostics',
+                                          self._on_diagnostics, 50))
         keep(node.create_timer(1.0 / joint_rate_hz, self._send_joints))
         keep(node.create_timer(1.0 / camera_rate_hz, self._send_frames))
         self.change_client = keep(node.create_client(
@@ -142,6 +177,10 @@ class Robot:
                                                     f'{self.ns}/policy_node/start_episode'))
         self.stop_client = keep(node.create_client(Trigger,
                                                    f'{self.ns}/policy_node/stop_episode'))
+        self.set_params_client = keep(node.create_client(
+            SetParameters, f'{self.ns}/policy_node/set_parameters'))
+        self.get_params_client = keep(node.create_client(
+            GetParameters, f'{self.ns}/policy_node/get_parameters'))
 
     def _keep(self, entity):
         self._entities.append(entity)
@@ -173,17 +212,35 @@ class Robot:
             # An ideal controller: the arm is where it was last told to be, so the loop closes.
             self.positions = [float(v) for v in msg.points[0].positions]
 
+    def _on_diagnostics(self, msg):
+        now = time.monotonic()
+        # '/ns/' so that '/arm1' does not collect '/arm10'.
+        self.diagnostics.extend((now, status) for status in msg.status
+                                if status.hardware_id.startswith(f'{self.ns}/'))
+
     def _on_hold(self, request, response):
+        self.hold_times.append(time.monotonic())
         self.holds += 1
         response.success, response.message = True, 'holding'
         return response
 
     def _send_joints(self):
+        while self._injections:  # from the test thread; published on this one, in order
+            publisher, message = self._injections.pop(0)
+            publisher.publish(message)
         if not self.publish_joints:
             return
         msg = JointState(name=self.names, position=list(self.positions))
-        msg.header.stamp = self.node.get_clock().now().to_msg()
+        msg.header.stamp = self.stamp(self.joint_stamp_shift_s)
         self.joint_pub.publish(msg)
+
+    def stamp(self, shift_s=0.0):
+        """Return now plus `shift_s` as a header stamp."""
+        return _time(self.node.get_clock().now().nanoseconds + round(shift_s * 1e9))
+
+    def inject(self, publisher, message):
+        """Publish `message` once, from the joint-state timer's thread, before the next state."""
+        self._injections.append((publisher, message))
 
     def _send_frames(self):
         if not self.publish_cameras:
@@ -193,7 +250,7 @@ class Robot:
             messages = []
             for render in (self._renderer.exterior, self._renderer.wrist):
                 pixels = render(q, (0.5, 0.2))
-                if self.compressed:
+                if self.compressed_views[len(messages)]:
                     buffer = io.BytesIO()
                     PILImage.fromarray(pixels).save(buffer, 'JPEG', quality=92)
                     messages.append(CompressedImage(format='jpeg',
@@ -203,7 +260,10 @@ class Robot:
                                       encoding='rgb8', step=pixels.shape[1] * 3,
                                       data=array('B', pixels.tobytes())))
             self._frames = (q, messages)
-        for pub, msg in zip(self.image_pubs, self._frames[1]):
+        for index, (pub, msg) in enumerate(zip(self.image_pubs, self._frames[1])):
+            msg = self.frame_overrides.get(index, msg)
+            if self.stamp_frames:
+                msg.header.stamp = self.stamp(self.frame_stamp_shift_s)
             pub.publish(msg)
 
     def command_list(self):
@@ -249,8 +309,63 @@ class Robot:
     def deactivate(self):
         return self.transition(Transition.TRANSITION_DEACTIVATE)
 
+    def cleanup(self):
+        return self.transition(Transition.TRANSITION_CLEANUP)
+
     def state(self):
         return self.call(self.state_client, GetState.Request()).current_state.label
+
+    def start_episode(self):
+        """Call ~/start_episode; return the Trigger response."""
+        return self.call(self.start_client, Trigger.Request())
+
+    def stop_episode(self):
+        """Call ~/stop_episode; return the Trigger response."""
+        return self.call(self.stop_client, Trigger.Request())
+
+    def set_parameters(self, **values):
+        """Set the node's parameters one by one; return the SetParametersResult of each."""
+        request = SetParameters.Request(parameters=[
+            Parameter(name=name, value=parameter_value(value)) for name, value in values.items()])
+        return list(self.call(self.set_params_client, request).results)
+
+    def get_parameter(self, name):
+        """Return the ParameterValue of one of the node's parameters."""
+        answer = self.call(self.get_params_client, GetParameters.Request(names=[name]))
+        return answer.values[0]
+
+    def reset(self):
+        """Back to a healthy robot at HOME: every fault a test may have set is undone."""
+        self.positions = [float(v) for v in arm_model.HOME] + [0.0]
+        self.names = list(NAMES)
+        self.publish_joints = self.publish_cameras = self.follow = True
+        self.joint_stamp_shift_s = self.frame_stamp_shift_s = 0.0
+        self.frame_overrides = {}
+        self._frames = (None, [])
+
+
+def parameter_value(value):
+    """Wrap a Python value as an rcl_interfaces ParameterValue of the matching type."""
+    if isinstance(value, bool):
+        return ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=value)
+    if isinstance(value, int):
+        return ParameterValue(type=ParameterType.PARAMETER_INTEGER, integer_value=value)
+    if isinstance(value, float):
+        return ParameterValue(type=ParameterType.PARAMETER_DOUBLE, double_value=value)
+    if isinstance(value, str):
+        return ParameterValue(type=ParameterType.PARAMETER_STRING, string_value=value)
+    if value and all(isinstance(v, str) for v in value):
+        return ParameterValue(type=ParameterType.PARAMETER_STRING_ARRAY, string_array_value=value)
+    if value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return ParameterValue(type=ParameterType.PARAMETER_INTEGER_ARRAY,
+                              integer_array_value=value)
+    return ParameterValue(type=ParameterType.PARAMETER_DOUBLE_ARRAY,
+                          double_array_value=[float(v) for v in value])
+
+
+def _time(nanoseconds):
+    sec, nanosec = divmod(max(0, nanoseconds), 1_000_000_000)
+    return Time(sec=sec, nanosec=nanosec)
 
 
 class RosSide:
@@ -290,3 +405,106 @@ def wait_until(predicate, timeout, interval=0.02):
         time.sleep(interval)
         value = predicate()
     return value
+
+
+# -- shared pieces of the node fault tests ---------------------------------------------------
+
+def start_node_gateway(latency_median_s=0.4, *args):
+    """
+    Start a warm gateway at NODE_SCALE keyed for NODE_KEY; the caller closes it.
+
+    `latency_median_s` is in model seconds (0.4 = 0.08 s here, room for a loaded machine).
+    """
+    return GatewayProcess(['--time-scale', str(NODE_SCALE), '--start-warm',
+                           '--latency-median-s', str(latency_median_s), *args],
+                          keys={NODE_KEY: 10**6}).start()
+
+
+def is_hold(msg):
+    """Whether a JointTrajectory (or one of its points) is a hold: zero velocity everywhere."""
+    point = msg.points[0] if hasattr(msg, 'points') else msg
+    return all(v == 0.0 for v in point.velocities)
+
+
+def is_finite(msg):
+    """Whether every position and velocity of a JointTrajectory is finite."""
+    point = msg.points[0]
+    return all(math.isfinite(v) for v in (*point.positions, *point.velocities))
+
+
+def commands_after(robot, t):
+    """Return the (time, message) commands received after monotonic time `t`."""
+    return [(when, msg) for when, msg in robot.command_list() if when > t]
+
+
+def moving_after(robot, t):
+    """Count the commands received after `t` that are not holds."""
+    return sum(not is_hold(msg) for _, msg in commands_after(robot, t))
+
+
+def outcome_after(robot, index, timeout):
+    """Wait for the episode outcome number `index` (0-based) and return it decoded, or None."""
+    if not wait_until(lambda: len(robot.outcomes) > index, timeout):
+        return None
+    return json.loads(robot.outcomes[index])
+
+
+def final_hold(robot, since, timeout=3.0):
+    """
+    Wait until the last command received after `since` is a hold; return its time or None.
+
+    The outcome and the hold travel on different topics, so either may arrive first.
+    """
+    def last_is_hold():
+        after = commands_after(robot, since)
+        return after and is_hold(after[-1][1]) and after[-1][0]
+    return wait_until(last_is_hold, timeout) or None
+
+
+def log_faults(text):
+    """Return the lines of a node's log that show an exception escaped ('Traceback', ...)."""
+    return [line for line in text.splitlines()
+            if 'Traceback' in line or 'Exception in' in line]
+
+
+def process_counts(pid):
+    """Return (threads, sockets) of a process, from /proc."""
+    return thread_count(pid), open_sockets(pid)
+
+
+def tcp_sockets(pid):
+    """
+    Count the TCP sockets a process has open (Linux /proc): its HTTP connections.
+
+    DDS holds UDP sockets (and shared memory), so TCP ones are the node's connection pool.
+    """
+    inodes = set()
+    for table in ('tcp', 'tcp6'):
+        try:
+            lines = Path(f'/proc/{pid}/net/{table}').read_text().splitlines()[1:]
+        except OSError:
+            continue
+        inodes.update(line.split()[9] for line in lines if len(line.split()) > 9)
+    count = 0
+    for entry in Path(f'/proc/{pid}/fd').iterdir():
+        try:
+            target = os.readlink(entry)
+        except OSError:  # closed between listing and reading
+            continue
+        count += target.startswith('socket:[') and target[8:-1] in inodes
+    return count
+
+
+def settled_counts(pid, baseline, timeout=5.0):
+    """
+    Return (threads, sockets) once both are back to `baseline`, or as seen after `timeout`.
+
+    Request threads of an abandoned episode end when their HTTP call returns, a little later.
+    """
+    counts = [process_counts(pid)]
+
+    def settled():
+        counts[0] = process_counts(pid)
+        return counts[0][0] <= baseline[0] and counts[0][1] <= baseline[1]
+    wait_until(settled, timeout, interval=0.1)
+    return counts[0]

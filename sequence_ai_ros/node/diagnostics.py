@@ -56,6 +56,9 @@ class Health:
     recent failed request (kind from :data:`ERROR_KINDS`, see :func:`error_kind`) and are
     cleared ('') when a request succeeds. ``input_ages`` maps topic -> seconds since its last
     message (None = never received); ``input_timeouts`` maps topic -> the age that holds the arm.
+    ``input_problems`` maps topic -> why its latest message is unusable (NaN, a missing joint,
+    an image encoding); ``input_dropped`` maps topic -> messages dropped for a stamp older than
+    the last accepted one.
     """
 
     node_state: str = 'unconfigured'
@@ -85,6 +88,8 @@ class Health:
     max_actions: int = 0
     input_ages: dict[str, float | None] = field(default_factory=dict)
     input_timeouts: dict[str, float] = field(default_factory=dict)
+    input_problems: dict[str, str] = field(default_factory=dict)
+    input_dropped: dict[str, int] = field(default_factory=dict)
     gate_open: bool | None = None
     holds: int = 0
     last_hold_reason: str = ''
@@ -141,7 +146,11 @@ def _input(h: Health, topic: str) -> str:
     age = h.input_ages.get(topic)
     timeout = h.input_timeouts.get(topic)
     text = 'never received' if age is None else f'{age:.3f} s old'
-    return text if timeout is None else f'{text} (timeout {timeout:.3f} s)'
+    text = text if timeout is None else f'{text} (timeout {timeout:.3f} s)'
+    dropped = h.input_dropped.get(topic)
+    text = f'{text}; {dropped} dropped, stamped older than the last' if dropped else text
+    problem = h.input_problems.get(topic)
+    return f'{text}; unusable: {problem}' if problem else text
 
 
 def _gateway(h: Health) -> tuple[bytes, str]:
@@ -179,7 +188,8 @@ def _buffer(h: Health) -> tuple[bytes, str]:
 def _inputs(h: Health) -> tuple[bytes, str]:
     if h.node_state != 'active':
         return OK, f'{h.node_state}: inputs not checked'
-    problem = input_age_problem(h.input_ages, h.input_timeouts)
+    problem = '; '.join(p for p in h.input_problems.values() if p) or \
+        input_age_problem(h.input_ages, h.input_timeouts)
     if problem:
         return ERROR, f'holding: {problem}'
     if h.gate_open is False:

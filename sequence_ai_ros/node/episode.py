@@ -19,7 +19,7 @@ from sequence_ai_ros.client.types import Prediction
 from .commands import Command, CommandMapper, UnsupportedActionSpace
 from .diagnostics import error_kind
 from .images import ImageError
-from .inputs import InputCache
+from .inputs import InputCache, JOINT_STATES
 from .params import NodeConfig
 from .safety import check_command, SafetyLimits
 
@@ -81,10 +81,9 @@ class Episode:
         """Advance the episode to `now`."""
         if not self.running:
             return Tick(IDLE)
-        problem = self._input_problem(now)
+        problem, arriving = self._input_problem(now)
         if problem:
-            if self.actions == 0 and now < self._grace_until and 'non-finite' not in problem \
-                    and 'closed' not in problem:
+            if arriving and self.actions == 0 and now < self._grace_until:
                 return Tick(IDLE)  # inputs may still be arriving at episode start
             return self.end('safety', f'input: {problem}', hold=True)
         budget = self.actions + self.stream.engine.committed_steps() < self.config.max_actions
@@ -140,24 +139,35 @@ class Episode:
         return self.inputs.builder(snapshot, size=self.config.image_size,
                                    quality=self.config.jpeg_quality)
 
-    def _input_problem(self, now: float) -> str:
+    def _input_problem(self, now: float) -> tuple[str, bool]:
+        """
+        Why the inputs cannot be used now ('' if they can), and whether it is only arriving.
+
+        Missing or old messages are "arriving": the start of an episode may wait them out.
+        """
         inputs, config = self.inputs, self.config
         if inputs.joint_state_problem:
-            return inputs.joint_state_problem
+            return inputs.joint_state_problem, False
+        for problem in inputs.frame_problems.values():
+            if problem:
+                return problem, False
         for topic, age in inputs.ages(now).items():
-            timeout = config.joint_state_timeout_s if topic == 'joint_states' \
+            timeout = config.joint_state_timeout_s if topic == JOINT_STATES \
                 else config.camera_timeout_s
             if age is None:
-                return f'no message on {topic} yet'
+                return f'no message on {topic} yet', True
             if age > timeout:
-                return f'{topic} is {age:.3f} s old (timeout {timeout:.3f} s)'
+                dropped = inputs.dropped_since_accepted.get(topic, 0)
+                why = f'; {dropped} since dropped, stamped older than the last accepted' \
+                    if dropped else ''
+                return f'{topic} is {age:.3f} s old (timeout {timeout:.3f} s{why})', True
         if config.safety_gate_topic:
             gate_age = None if inputs.gate_time is None else now - inputs.gate_time
             if gate_age is None or gate_age > config.safety_gate_timeout_s:
-                return f'safety gate {config.safety_gate_topic} silent (counts as closed)'
+                return f'safety gate {config.safety_gate_topic} silent (counts as closed)', False
             if not inputs.gate_open:
-                return f'safety gate {config.safety_gate_topic} is closed'
-        return ''
+                return f'safety gate {config.safety_gate_topic} is closed', False
+        return '', False
 
     def _unavailable(self, exc: Unavailable, now: float) -> Tick:
         self._note_error(exc)

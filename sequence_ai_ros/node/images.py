@@ -36,6 +36,8 @@ __all__ = [
     'SUPPORTED_ENCODINGS',
     'EncodedFrame',
     'ImageError',
+    'check_compressed_image',
+    'check_raw_image',
     'encode_compressed_image',
     'encode_raw_image',
     'letterbox_geometry',
@@ -137,26 +139,13 @@ def encode_raw_image(encoding: str, width: int, height: int, step: int, data: By
     fields, short data, a side larger than ``max_side`` or a quality outside 85..100.
     """
     _check_options(size, quality)
-    layout = _RAW_LAYOUTS.get(encoding.strip().lower()) if isinstance(encoding, str) else None
-    if layout is None:
-        raise ImageError(f'unsupported image encoding {encoding!r}; supported: '
-                         + ', '.join(SUPPORTED_ENCODINGS))
-    channels, mode, rawmode = layout
-    if width <= 0 or height <= 0:
-        raise ImageError(f'image size must be positive, got {width}x{height}')
-    _check_side(width, height, max_side)
-    if step < width * channels:
-        raise ImageError(f'step {step} is less than width * channels = {width} * {channels} '
-                         f'for {encoding}')
     try:
         view = memoryview(data).cast('B')
     except TypeError as exc:
         raise ImageError(f'image data must be a contiguous byte buffer: {exc}') from exc
-    needed = step * height
-    if view.nbytes < needed:
-        raise ImageError(f'image data too short: {view.nbytes} bytes, step * height = '
-                         f'{step} * {height} = {needed}')
-    view = view[:needed]
+    _, mode, rawmode = check_raw_image(encoding, width, height, step, view.nbytes,
+                                       max_side=max_side)
+    view = view[:step * height]
     if mode == 'L':
         # Zero-copy view of the message buffer; Pillow maps only single-band modes like this.
         image = Image.frombuffer(mode, (width, height), view,  # type: ignore[arg-type]
@@ -165,6 +154,54 @@ def encode_raw_image(encoding: str, width: int, height: int, step: int, data: By
         image = Image.frombytes(mode, (width, height), view, 'raw', rawmode, step, 1)
     jpeg = _encode_jpeg(letterbox_image(image, size), quality)
     return EncodedFrame(jpeg, size[0], size[1], width, height, True)
+
+
+def check_raw_image(encoding: str, width: int, height: int, step: int, nbytes: int, *,
+                    max_side: int = MAX_SIDE) -> tuple[int, str, str]:
+    """
+    Check a ``sensor_msgs/Image``'s declared fields without touching its pixels.
+
+    ``nbytes`` is the length of its data. Cheap enough for a subscription callback. Returns
+    (bytes per pixel, Pillow mode, Pillow raw mode); raises :class:`ImageError` as
+    :func:`encode_raw_image` does.
+    """
+    layout = _RAW_LAYOUTS.get(encoding.strip().lower()) if isinstance(encoding, str) else None
+    if layout is None:
+        raise ImageError(f'unsupported image encoding {encoding!r}; supported: '
+                         + ', '.join(SUPPORTED_ENCODINGS))
+    channels = layout[0]
+    if width <= 0 or height <= 0:
+        raise ImageError(f'image size must be positive, got {width}x{height}')
+    _check_side(width, height, max_side)
+    if step < width * channels:
+        raise ImageError(f'step {step} is less than width * channels = {width} * {channels} '
+                         f'for {encoding}')
+    needed = step * height
+    if nbytes < needed:
+        raise ImageError(f'image data too short: {nbytes} bytes, step * height = '
+                         f'{step} * {height} = {needed}')
+    return layout
+
+
+def check_compressed_image(format: str, data: BytesLike, *,  # noqa: A002 (the message field)
+                           max_side: int = MAX_SIDE) -> tuple[int, int]:
+    """
+    Check a ``sensor_msgs/CompressedImage`` from its header only (no pixel is decoded).
+
+    Cheap enough for a subscription callback: the format, that the bytes open as JPEG or PNG,
+    the declared size and the pixel mode. Returns (width, height); raises :class:`ImageError`
+    as :func:`encode_compressed_image` does for these faults (a corrupt body past the header
+    is only found when it is decoded).
+    """
+    blob = _compressed_bytes(format, data)
+    try:
+        with Image.open(io.BytesIO(blob), formats=('JPEG', 'PNG')) as image:
+            _check_opened(image, format, max_side)
+            return image.size
+    except ImageError:
+        raise
+    except _DECODE_ERRORS as exc:
+        raise _undecodable(format, blob, exc) from exc
 
 
 def encode_compressed_image(format: str, data: BytesLike, *,  # noqa: A002 (the message field)
@@ -182,21 +219,11 @@ def encode_compressed_image(format: str, data: BytesLike, *,  # noqa: A002 (the 
     """
     _check_options(size, quality)
     fmt = format.lower() if isinstance(format, str) else ''
-    if 'compresseddepth' in fmt:
-        raise ImageError(f'compressed depth images are not supported (format {format!r})')
-    try:
-        blob = bytes(data)
-    except TypeError as exc:
-        raise ImageError(f'compressed image data must be bytes-like: {exc}') from exc
-    if not blob:
-        raise ImageError(f'compressed image data is empty (format {format!r})')
+    blob = _compressed_bytes(format, data)
     try:
         with Image.open(io.BytesIO(blob), formats=('JPEG', 'PNG')) as image:
             src_w, src_h = image.size
-            _check_side(src_w, src_h, max_side)
-            if image.mode not in _CONVERTIBLE_MODES:
-                raise ImageError(f'unsupported {image.format} pixel mode {image.mode!r} '
-                                 f'(format {format!r}); 8-bit grey or colour only')
+            _check_opened(image, format, max_side)
             if (('jpeg' in fmt or 'jpg' in fmt) and blob.startswith(_JPEG_SOI)
                     and image.format == 'JPEG' and image.size == tuple(size)
                     and image.mode == 'RGB' and _ends_with_eoi(blob)):
@@ -210,10 +237,33 @@ def encode_compressed_image(format: str, data: BytesLike, *,  # noqa: A002 (the 
     except ImageError:
         raise
     except _DECODE_ERRORS as exc:
-        raise ImageError(f'cannot decode compressed image (format {format!r}, {len(blob)} '
-                         f'bytes; supported: {", ".join(SUPPORTED_COMPRESSED_FORMATS)}): '
-                         f'{exc}') from exc
+        raise _undecodable(format, blob, exc) from exc
     return EncodedFrame(jpeg, size[0], size[1], src_w, src_h, True)
+
+
+def _compressed_bytes(format: str, data: BytesLike) -> bytes:  # noqa: A002
+    fmt = format.lower() if isinstance(format, str) else ''
+    if 'compresseddepth' in fmt:
+        raise ImageError(f'compressed depth images are not supported (format {format!r})')
+    try:
+        blob = bytes(data)
+    except TypeError as exc:
+        raise ImageError(f'compressed image data must be bytes-like: {exc}') from exc
+    if not blob:
+        raise ImageError(f'compressed image data is empty (format {format!r})')
+    return blob
+
+
+def _check_opened(image: Image.Image, format: str, max_side: int) -> None:  # noqa: A002
+    _check_side(*image.size, max_side)
+    if image.mode not in _CONVERTIBLE_MODES:
+        raise ImageError(f'unsupported {image.format} pixel mode {image.mode!r} '
+                         f'(format {format!r}); 8-bit grey or colour only')
+
+
+def _undecodable(format: str, blob: bytes, exc: BaseException) -> ImageError:  # noqa: A002
+    return ImageError(f'cannot decode compressed image (format {format!r}, {len(blob)} bytes; '
+                      f'supported: {", ".join(SUPPORTED_COMPRESSED_FORMATS)}): {exc}')
 
 
 def letterbox_image(image: Image.Image, size: tuple[int, int] = DEFAULT_SIZE, *,

@@ -1,8 +1,14 @@
 """
 The node's latest inputs (joint states, camera frames, instruction, safety gate).
 
-Callbacks only store references and receipt times, so they cost nothing on the executor; the
-JPEG work happens when a request is built, on the request's worker thread.
+Callbacks only store references and receipt times, and check what costs microseconds (names,
+finiteness, an image's declared encoding and size), so a bad input holds the arm at the next
+control tick; the JPEG work happens when a request is built, on the request's worker thread.
+
+A message stamped older than the last one accepted on its topic (two publishers, a replayed
+bag, a clock that jumped back) is dropped and counted, never used: it does not refresh the
+topic's age either, so a source that keeps going backwards goes stale and holds the arm.
+Unstamped messages (stamp 0) are not ordered.
 """
 
 from collections.abc import Callable
@@ -13,7 +19,15 @@ from typing import Any
 
 from sequence_ai_ros.client.types import ImageFrame, Observation, Proprioception
 
-from .images import encode_compressed_image, encode_raw_image
+from .images import (
+    check_compressed_image,
+    check_raw_image,
+    encode_compressed_image,
+    encode_raw_image,
+    ImageError,
+)
+
+JOINT_STATES = 'joint_states'
 
 
 @dataclass(frozen=True)
@@ -51,8 +65,16 @@ class InputCache:
         self.last_finite_positions: tuple[float, ...] | None = None
         self.frames: dict[str, Any] = {}
         self.frame_times: dict[str, float] = {}
+        # Why the latest frame of a view is unusable, or ''; kept until a good frame replaces it.
+        self.frame_problems: dict[str, str] = {}
         self.gate_open: bool | None = None
         self.gate_time: float | None = None
+        self._cameras = {camera.view: camera for camera in cameras}
+        self._last_stamps: dict[str, int] = {}
+        # Messages dropped for an older stamp, by topic (as in ages()): since the last accepted
+        # one (for the hold reason) and in all (for diagnostics).
+        self.dropped_since_accepted: dict[str, int] = {}
+        self.dropped_out_of_order: dict[str, int] = {}
 
     @property
     def layout(self) -> tuple[str, ...]:
@@ -79,9 +101,17 @@ class InputCache:
         """When the latest joint state arrived (this cache's clock)."""
         return self._joints[0]
 
-    def on_joint_state(self, names: list[str], positions: list[float]) -> None:
-        """Store positions in model order; extra joints are ignored, missing ones recorded."""
+    def on_joint_state(self, names: list[str], positions: list[float],
+                       stamp_ns: int = 0) -> None:
+        """
+        Store positions in model order; extra joints are ignored, missing ones recorded.
+
+        `stamp_ns` is the header stamp in nanoseconds (0 = unstamped); an older one than the
+        last accepted is dropped.
+        """
         now = self._clock()
+        if self._out_of_order(JOINT_STATES, stamp_ns):
+            return
         previous = self._joints[1]
         if len(names) != len(positions):
             self._joints = (now, previous, f'joint_states has {len(names)} names but '
@@ -101,9 +131,23 @@ class InputCache:
         self._joints = (now, ordered, '')
 
     def on_frame(self, view: str, message: Any) -> None:
-        """Keep the newest frame of a view (a reference; nothing is decoded here)."""
-        self.frames[view] = message
-        self.frame_times[view] = self._clock()
+        """
+        Keep the newest frame of a view (a reference; nothing is decoded here).
+
+        A frame older than the last (by header stamp) is dropped. A frame whose declared
+        encoding, size or data length cannot make an image is recorded as the view's problem
+        and not kept.
+        """
+        now = self._clock()
+        camera = self._cameras[view]
+        stamp = message.header.stamp
+        if self._out_of_order(camera.topic, stamp.sec * 1_000_000_000 + stamp.nanosec):
+            return
+        self.frame_times[view] = now
+        problem = _frame_problem(message, camera)
+        self.frame_problems[view] = problem
+        if not problem:
+            self.frames[view] = message
 
     def frame_callback(self, view: str) -> Callable[[Any], None]:
         """
@@ -124,7 +168,7 @@ class InputCache:
     def ages(self, now: float) -> dict[str, float | None]:
         """Seconds since each input last arrived, by topic; None if it never did."""
         ages: dict[str, float | None] = {
-            'joint_states': None if self.joint_state_time is None
+            JOINT_STATES: None if self.joint_state_time is None
             else now - self.joint_state_time}
         for camera in self.cameras:
             seen = self.frame_times.get(camera.view)
@@ -138,6 +182,8 @@ class InputCache:
             raise ValueError(problem or 'no joint_states received yet')
         frames = []
         for camera in self.cameras:
+            if self.frame_problems.get(camera.view):
+                raise ValueError(self.frame_problems[camera.view])
             if camera.view not in self.frames:
                 raise ValueError(f'no frame received yet on {camera.topic}')
             frames.append((camera, self.frames[camera.view]))
@@ -159,6 +205,31 @@ class InputCache:
                     joint_positions=list(snapshot.positions[:joint_count]), gripper=gripper),
                 instruction=snapshot.instruction)
         return build
+
+    def _out_of_order(self, topic: str, stamp_ns: int) -> bool:
+        """Return True (and count it) when `stamp_ns` is older than the last accepted stamp."""
+        if stamp_ns <= 0:
+            return False
+        last = self._last_stamps.get(topic)
+        if last is not None and stamp_ns < last:
+            self.dropped_since_accepted[topic] = self.dropped_since_accepted.get(topic, 0) + 1
+            self.dropped_out_of_order[topic] = self.dropped_out_of_order.get(topic, 0) + 1
+            return True
+        self._last_stamps[topic] = stamp_ns
+        self.dropped_since_accepted[topic] = 0
+        return False
+
+
+def _frame_problem(message: Any, camera: CameraInput) -> str:
+    try:
+        if camera.compressed:
+            check_compressed_image(message.format, message.data)
+        else:
+            check_raw_image(message.encoding, message.width, message.height, message.step,
+                            len(message.data))
+    except ImageError as exc:
+        return f'{camera.topic}: {exc}'
+    return ''
 
 
 def _encode(message: Any, camera: CameraInput, size: tuple[int, int], quality: int) -> str:

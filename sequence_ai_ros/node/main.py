@@ -1,6 +1,9 @@
 """`policy_node` executable: spin one PolicyNode until interrupted."""
 
+import os
+import signal
 import sys
+import threading
 
 from sequence_ai_ros.spin import init, shutdown, spin_until_shutdown
 
@@ -13,10 +16,32 @@ def main(args: list[str] | None = None) -> int:
     try:
         spin_until_shutdown(node)
     finally:
-        node.stop_episode('shutdown')
+        # A second signal must not cut the hold short; what follows does not block.
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        node.shutdown_holding('shutdown')
         node.destroy_node()
         shutdown()
+    _exit_now_if_requests_linger(0)
     return 0
+
+
+def _exit_now_if_requests_linger(code: int) -> None:
+    """
+    Exit at once while an abandoned HTTP request still runs on a worker thread.
+
+    The interpreter would otherwise join that thread at exit, i.e. wait for the gateway's
+    answer, up to request_timeout_s, after the robot was told to hold: a launch file's
+    SIGTERM would turn into its SIGKILL. Nothing is left to do: the hold is published, the
+    connection closed, the node destroyed, the context shut down.
+    """
+    others = [t for t in threading.enumerate()
+              if t is not threading.main_thread() and not t.daemon and t.is_alive()]
+    if not others:
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 if __name__ == '__main__':

@@ -11,6 +11,7 @@ import math
 from typing import Any
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
+from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.node import Node
 
 JOIN_MODES = ('append', 'aligned')
@@ -72,7 +73,10 @@ def _ints(low: int, high: int) -> dict[str, Any]:
     return {'integer_range': [IntegerRange(from_value=low, to_value=high, step=1)]}
 
 
-# name -> (default, description, read_only, ranges). Read-only ones apply at configure time.
+# name -> (default, description, at_configure, ranges). at_configure ones are read by configure
+# and may change only while the node is unconfigured (the node enforces it, see
+# CONFIGURE_PARAMETERS); a read_only descriptor would refuse even that, leaving a node started
+# with a bad value no way to be fixed short of a restart.
 PARAMETERS: dict[str, tuple[Any, str, bool, dict[str, Any]]] = {
     'model': ('', "catalogue model id, e.g. 'pi05-droid' (required)", True, {}),
     'base_url': ('', "gateway URL; '' = $SEQUENCES_BASE_URL, else the hosted gateway", True, {}),
@@ -138,20 +142,50 @@ PARAMETERS: dict[str, tuple[Any, str, bool, dict[str, Any]]] = {
 }
 
 
-def declare_parameters(node: Node) -> None:
-    """Declare every parameter once (in the constructor, in every lifecycle state)."""
-    for name, (default, text, read_only, ranges) in PARAMETERS.items():
-        node.declare_parameter(name, default,
-                               ParameterDescriptor(description=text, read_only=read_only,
-                                                   **ranges))
+CONFIGURE_PARAMETERS = frozenset(name for name, spec in PARAMETERS.items() if spec[2])
+_AT_CONFIGURE = 'read at configure: change it while the node is unconfigured'
+
+
+def declare_parameters(node: Node) -> dict[str, str]:
+    """
+    Declare every parameter once (in the constructor, in every lifecycle state).
+
+    A value from a parameter file of the wrong type or out of range would make rclpy raise
+    here and kill the process before it could say which lifecycle step failed. Such a
+    parameter is declared with its default instead, and returned as name -> what is wrong:
+    give it to :func:`read_config`, which refuses to configure until it is set again.
+    """
+    problems: dict[str, str] = {}
+    for name, (default, _, _, _) in PARAMETERS.items():
+        try:
+            node.declare_parameter(name, default, _descriptor(name))
+        except (InvalidParameterTypeException, InvalidParameterValueException) as exc:
+            problems[name] = f'parameter {name}: {exc}'
+            node.declare_parameter(name, default, _descriptor(name), ignore_override=True)
+    return problems
+
+
+def _descriptor(name: str) -> ParameterDescriptor:
+    # A fresh one per declaration: rclpy writes the name and type into the one it is given.
+    _, text, at_configure, ranges = PARAMETERS[name]
+    return ParameterDescriptor(description=text,
+                               additional_constraints=_AT_CONFIGURE if at_configure else '',
+                               **ranges)
 
 
 def _strings(values: Any) -> tuple[str, ...]:
     return tuple(v for v in values if v)
 
 
-def read_config(node: Node) -> NodeConfig:
-    """Read and check every parameter; ConfigError names the first that is wrong."""
+def read_config(node: Node, problems: dict[str, str] | None = None) -> NodeConfig:
+    """
+    Read and check every parameter; ConfigError names the first that is wrong.
+
+    `problems` are those :func:`declare_parameters` found in the parameter file and nobody has
+    set since; all of them are reported at once, so that one round of fixes is enough.
+    """
+    if problems:
+        raise ConfigError('; '.join(problems[name] for name in sorted(problems)))
     get = {name: node.get_parameter(name).value for name in PARAMETERS}
     joints = _strings(get['joint_names'])
     views = _strings(get['camera_views'])

@@ -28,7 +28,13 @@ from .commands import Command, supported_action_space, trajectory_message
 from .diagnostics import build_statuses, diagnostic_array, Health
 from .episode import COMMAND, END, Episode, HOLD
 from .inputs import CameraInput, InputCache
-from .params import ConfigError, declare_parameters, NodeConfig, read_config
+from .params import (
+    ConfigError,
+    CONFIGURE_PARAMETERS,
+    declare_parameters,
+    NodeConfig,
+    read_config,
+)
 from .probe import wait_for_message
 
 COMMAND_TOPIC = 'joint_trajectory_controller/joint_trajectory'
@@ -41,7 +47,10 @@ class PolicyNode(LifecycleNode):
 
     def __init__(self, node_name: str = 'policy_node', **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        declare_parameters(self)
+        # Bad values from the parameter file: reported now, refused by configure until set.
+        self._parameter_problems = declare_parameters(self)
+        for problem in self._parameter_problems.values():
+            self.get_logger().error(f'{problem} (configure will fail until it is set)')
         self.add_on_set_parameters_callback(self._on_parameters)
         self.config: NodeConfig | None = None
         self.policy: sai.Policy | None = None
@@ -65,7 +74,7 @@ class PolicyNode(LifecycleNode):
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Read parameters, open the connection, check joints and model, create interfaces."""
         try:
-            self.config = config = read_config(self)
+            self.config = config = read_config(self, self._parameter_problems)
             self.inputs = InputCache(config.joint_names, config.gripper_joint, tuple(
                 CameraInput(view, topic, transport == 'compressed') for view, topic, transport
                 in zip(config.camera_views, config.camera_topics, config.camera_transports)),
@@ -124,8 +133,7 @@ class PolicyNode(LifecycleNode):
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Leave the robot holding, then release everything."""
-        self.stop_episode('shutdown')
-        self._release()
+        self.shutdown_holding('shutdown')
         return SUCCESS
 
     def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -144,6 +152,10 @@ class PolicyNode(LifecycleNode):
             return False, 'the node is not active'
         if self.episode is not None and self.episode.running:
             return False, 'an episode is already running'
+        if not self.inputs.instruction.strip():
+            # A language-conditioned policy with no task does something, not nothing.
+            return False, ('no instruction: set the instruction parameter or publish one on '
+                           f'{self.resolve_topic_name("instruction")}')
         if self.episode is not None:
             self.episode.close()
         self.episode = Episode(self.policy, self.config, self.inputs)
@@ -159,6 +171,17 @@ class PolicyNode(LifecycleNode):
         self._hold(tick.command, reason)
         self._finish(episode)
         return True, f'episode stopped ({reason})'
+
+    def shutdown_holding(self, reason: str) -> None:
+        """
+        End the episode holding and release everything, e.g. before the process ends.
+
+        The hold is not waited for: Fast DDS (since Humble) and Cyclone DDS send it during
+        publish(), and waiting for acknowledgements costs up to a heartbeat period (a full 1 s
+        timeout, measured with Fast DDS on loopback).
+        """
+        self.stop_episode(reason)
+        self._release()
 
     def _tick(self) -> None:
         episode = self.episode
@@ -296,14 +319,31 @@ class PolicyNode(LifecycleNode):
 
     def _on_joint_state(self, msg: JointState) -> None:
         if self.inputs is not None:
-            self.inputs.on_joint_state(list(msg.name), list(msg.position))
+            self.inputs.on_joint_state(list(msg.name), list(msg.position), _stamp_ns(msg))
 
     def _on_instruction(self, msg: String) -> None:
-        if self.inputs is not None and msg.data.strip():
-            self.inputs.instruction = msg.data
+        if self.inputs is None:
+            return
+        if not msg.data.strip():
+            self.get_logger().warning('ignored an empty instruction on the instruction topic; '
+                                      'the task stays the same', throttle_duration_sec=5.0)
+            return
+        self.inputs.instruction = msg.data
 
     def _on_parameters(self, params: list[rclpy.parameter.Parameter]) -> SetParametersResult:
+        # rclpy has checked each value's type and range against its descriptor by now.
+        # rclpy's own parameters (use_sim_time, ...) are not this node's to refuse.
         for param in params:
+            if param.name in CONFIGURE_PARAMETERS and self.node_state != 'unconfigured':
+                return SetParametersResult(
+                    successful=False, reason=f'{param.name} is read at configure: set it while '
+                    f'the node is unconfigured (it is {self.node_state}; cleanup first)')
+            if param.name == 'instruction' and not str(param.value).strip():
+                return SetParametersResult(
+                    successful=False, reason='instruction must not be empty: the task stays '
+                    f'{self.inputs.instruction if self.inputs else "unset"!r}')
+        for param in params:
+            self._parameter_problems.pop(param.name, None)
             if param.name == 'instruction' and self.inputs is not None:
                 self.inputs.instruction = str(param.value)
         return SetParametersResult(successful=True)
@@ -339,7 +379,8 @@ class PolicyNode(LifecycleNode):
         if missing:
             raise ConfigError(f'parameter joint_names: {", ".join(missing)} not in '
                               f'{topic} (it has {", ".join(message.name)})')
-        self.inputs.on_joint_state(list(message.name), list(message.position))
+        self.inputs.on_joint_state(list(message.name), list(message.position),
+                                   _stamp_ns(message))
 
     def _check_model(self, config: NodeConfig) -> None:
         """Check the model against the catalogue when it can be reached (not fatal if not)."""
@@ -381,6 +422,10 @@ class PolicyNode(LifecycleNode):
         health.input_ages = self.inputs.ages(now)
         health.input_timeouts = {topic: config.camera_timeout_s for topic in health.input_ages}
         health.input_timeouts['joint_states'] = config.joint_state_timeout_s
+        health.input_problems = {camera.topic: self.inputs.frame_problems.get(camera.view, '')
+                                 for camera in self.inputs.cameras}
+        health.input_problems['joint_states'] = self.inputs.joint_state_problem
+        health.input_dropped = dict(self.inputs.dropped_out_of_order)
         health.gate_open = self.inputs.gate_open
         if episode is None:
             return health
@@ -408,3 +453,8 @@ class PolicyNode(LifecycleNode):
         statuses = build_statuses(self.health(), self.get_name(), self.config.hardware_id)
         self._diagnostics_pub.publish(diagnostic_array(statuses,
                                                        self.get_clock().now().to_msg()))
+
+
+def _stamp_ns(msg: Any) -> int:
+    stamp = msg.header.stamp
+    return stamp.sec * 1_000_000_000 + stamp.nanosec
