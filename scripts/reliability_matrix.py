@@ -80,8 +80,8 @@ def render(rows: list[dict], status: int, wall_s: float) -> str:
         f'- survived: **{survived}**',
         f'- unsafe commands sent (must be 0): **{unsafe}**',
         f'- pytest exit status: {status}',
-        '- per area: ' + ', '.join(f'{area} {per_area[area]}' for area in AREAS
-                                  if per_area[area]),
+        '- per area: ' + ', '.join(
+            f'{area} {per_area[area]}' for area in AREAS if per_area[area]),
         '',
         '**time to hold**: from the fault to the hold command (or the hold service call) as '
         'the robot side saw it. **commands after fault**: trajectory commands published after '

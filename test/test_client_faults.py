@@ -292,8 +292,8 @@ def test_a_burst_of_5xx_is_ridden_through(proxy, fault_matrix):
     (402, sai.OutOfCredit, _error_body('payment_required', 'credit exhausted')),
     (503, sai.Unavailable, _error_body('warming_up', 'model warming', retry_after_s=90)),
 ], ids=['401-revoked', '402-credit', '503-warming'])
-def test_a_deterministic_error_mid_run_stops_at_once_and_holds(proxy, fault_matrix, status,
-                                                              error, body):
+def test_a_deterministic_error_mid_run_stops_at_once_and_holds(
+        proxy, fault_matrix, status, error, body):
     robot = Recorder(at=20, fault=lambda: proxy.respond_next(1, status, body))
     with via(proxy) as policy:
         with pytest.raises(error):
@@ -361,9 +361,8 @@ MALFORMED = {
                               'application/json'),
     'zero rate': lambda a: (_mutated(a, lambda c: c.__setitem__('control_frequency_hz', 0)),
                             'application/json'),
-    'negative rate': lambda a: (_mutated(a, lambda c: c.__setitem__('control_frequency_hz',
-                                                                     -15.0)),
-                                'application/json'),
+    'negative rate': lambda a: (_mutated(
+        a, lambda c: c.__setitem__('control_frequency_hz', -15.0)), 'application/json'),
     'a million steps (~70 MB)': lambda a: (_million_steps(a).encode(), 'application/json'),
 }
 
