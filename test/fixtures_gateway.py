@@ -143,8 +143,9 @@ def start_gateway(args: list[str], **kwargs: object) -> GatewayProcess:
 
 @pytest.fixture(scope='session')
 def gateway():
-    """Warm, keyed, default concurrency: the workhorse."""
-    process = start_gateway(['--start-warm', '--seed', '7'], keys=TEST_KEYS)
+    """Warm, keyed, default concurrency: the workhorse; stays warm through long idle modules."""
+    process = start_gateway(['--start-warm', '--seed', '7', '--idle-cold-s', '1000000'],
+                            keys=TEST_KEYS)
     yield process
     process.close()
 

@@ -1,14 +1,15 @@
 """
 POST /v1/act: auth and credit, body, validation, warm-up, the FIFO queue, inference, reply.
 
-Order of checks: 401, 402, 413, 400, 404, 422, then 503 warming, so deterministic mistakes
-are reported before a cold model is woken. One unit of credit is held from the 402 check and
-given back if the call fails in any way.
+Order of checks: 401, 402, 413 (or 408 for a stalled body), 415, 400, 404, 422, then 503
+warming, so deterministic mistakes are reported before a cold model is woken. One unit of
+credit is held from the 402 check and given back if the call fails in any way.
 """
 
 import asyncio
 import logging
 import time
+import traceback
 from typing import Any
 import uuid
 
@@ -17,9 +18,9 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from .body import read_body
+from .body import check_content_type, read_body
 from .catalogue import Catalogue, ModelProfile
-from .errors import ApiError
+from .errors import ApiError, JsonReply, redact
 from .fifo_gate import FifoGate
 from .keys import KeyLedger
 from .latency import LatencySampler
@@ -36,7 +37,8 @@ class ActService:
 
     def __init__(self, catalogue: Catalogue, ledger: KeyLedger, warmth: Warmth,
                  latency: LatencySampler, policies: dict[str, Policy], policy_name: str,
-                 concurrency: int, max_body_bytes: int, seed: int) -> None:
+                 concurrency: int, max_body_bytes: int, seed: int,
+                 body_timeout_s: float = 30.0) -> None:
         self.catalogue = catalogue
         self.ledger = ledger
         self.warmth = warmth
@@ -45,6 +47,7 @@ class ActService:
         self.policy_name = policy_name
         self.gates = {p.id: FifoGate(concurrency) for p in catalogue.profiles}
         self.max_body_bytes = max_body_bytes
+        self.body_timeout_s = body_timeout_s
         # Draws per-call seeds; used only on the event loop thread, so it needs no lock.
         self._seeds = np.random.default_rng(seed)
 
@@ -70,14 +73,22 @@ class ActService:
                   response.status_code, (time.perf_counter() - started) * 1000)
         return response
 
-    async def _act(self, request: Request) -> JSONResponse:
-        body = await read_body(request, self.max_body_bytes)
+    async def _read_call(self, request: Request) -> tuple[ActRequest, float]:
+        # Only the validated call outlives this frame: a queued request must not keep its raw
+        # body and parsed JSON (base64 frames included) while it waits for a slot.
+        body = await read_body(request, self.max_body_bytes, self.body_timeout_s)
+        check_content_type(request.headers.get('content-type'))
         payload = await run_in_threadpool(parse_json, body)
+        del body  # frees the raw bytes before the frames are decoded
         profile = lookup_model(payload, self.catalogue)
         request.scope[MODEL_SCOPE_KEY] = profile.id
         decode_started = time.perf_counter()
         call = await run_in_threadpool(validate_act, payload, profile)
-        decode_s = time.perf_counter() - decode_started
+        return call, time.perf_counter() - decode_started
+
+    async def _act(self, request: Request) -> JSONResponse:
+        call, decode_s = await self._read_call(request)
+        profile = call.profile
         self.warmth.admit(profile.id)
         seed = call.seed % 2 ** 64 if call.seed is not None else int(self._seeds.integers(2 ** 63))
         rng = np.random.default_rng(seed)
@@ -94,8 +105,8 @@ class ActService:
         finally:
             self.warmth.end(profile.id)
         inference_ms = max(latency_s, compute_s) * 1000.0
-        return JSONResponse(self._reply(profile, call, rows, call.warnings + warnings,
-                                        inference_ms, inference_ms + decode_s * 1000.0))
+        return JsonReply(self._reply(profile, call, rows, call.warnings + warnings,
+                                     inference_ms, inference_ms + decode_s * 1000.0))
 
     def _infer(self, profile: ModelProfile, call: ActRequest,
                rng: np.random.Generator) -> tuple[np.ndarray, list[str]]:
@@ -104,12 +115,16 @@ class ActService:
             result = self.policies[profile.id].act(call.observation(), options, rng)
             return check_output(result, call.horizon, profile.action_dim, self.policy_name)
         except PolicyError as error:
-            LOG.error('%s', error)
-            raise ApiError(500, str(error)) from None
+            failure = ApiError(500, str(error))
+            LOG.error('%s', failure.detail)
+            raise failure from None
         except Exception as error:
-            LOG.exception('policy %s failed', self.policy_name)
-            raise ApiError(500, f'policy {self.policy_name} raised '
-                                f'{type(error).__name__}: {error}') from None
+            failure = ApiError(500, f'policy {self.policy_name} raised '
+                                    f'{type(error).__name__}: {error}')
+            # The plug-in's own message may quote its inputs: the traceback is redacted too.
+            LOG.error('%s\n%s', failure.detail,
+                      redact(''.join(traceback.format_exception(error)).rstrip()))
+            raise failure from None
 
     @staticmethod
     def _reply(profile: ModelProfile, call: ActRequest, rows: np.ndarray, warnings: list[str],

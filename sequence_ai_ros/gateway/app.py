@@ -14,6 +14,7 @@ from starlette.routing import Route
 from .act import ActService
 from .catalogue import load_catalogue
 from .config import GatewayConfig
+from .errors import JsonReply
 from .keys import KeyLedger
 from .latency import LatencySampler
 from .policy_api import load_factory, PolicyFactory
@@ -43,17 +44,17 @@ def create_app(config: GatewayConfig) -> Starlette:
         catalogue, ledger, warmth,
         LatencySampler(config.scenario, scale, config.step_after_s, config.seed),
         {p.id: factory(p) for p in catalogue.profiles}, policy_name,
-        config.concurrency, config.max_body_bytes, config.seed)
+        config.concurrency, config.max_body_bytes, config.seed, config.body_timeout_s)
     stats = Stats()
     openapi = json.loads(OPENAPI_FILE.read_text(encoding='utf-8'))
 
     async def models(request: Request) -> JSONResponse:
         endpoint = request.query_params.get('endpoint') or None
-        return JSONResponse({'object': 'list', 'data': catalogue.rows(endpoint)})
+        return JsonReply({'object': 'list', 'data': catalogue.rows(endpoint)})
 
     async def health(request: Request) -> JSONResponse:
-        return JSONResponse({'status': 'ok', 'backend': 'local',
-                             'auth': 'keys' if ledger.enabled else 'disabled'})
+        return JsonReply({'status': 'ok', 'backend': 'local',
+                          'auth': 'keys' if ledger.enabled else 'disabled'})
 
     async def local_stats(request: Request) -> JSONResponse:
         queues = service.queue_snapshot()
@@ -65,17 +66,17 @@ def create_app(config: GatewayConfig) -> Starlette:
             in_flight=sum(q['in_flight'] for q in queues.values()),
             auth='keys' if ledger.enabled else 'disabled',
             scenario=config.scenario, time_scale=scale, policy=policy_name)
-        return JSONResponse(body)
+        return JsonReply(body)
 
     async def openapi_json(request: Request) -> JSONResponse:
-        return JSONResponse(openapi)
+        return JsonReply(openapi)
 
     async def http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, HTTPException)
-        return JSONResponse({'detail': exc.detail}, exc.status_code, headers=exc.headers)
+        return JsonReply({'detail': exc.detail}, exc.status_code, headers=exc.headers)
 
     async def server_error(request: Request, exc: Exception) -> JSONResponse:
-        return JSONResponse({'detail': f'internal error: {type(exc).__name__}'}, 500)
+        return JsonReply({'detail': f'internal error: {type(exc).__name__}'}, 500)
 
     routes = [
         Route('/v1/act', service.handle, methods=['POST']),

@@ -25,6 +25,7 @@ class GatewayConfig:
     start_warm: bool = False
     concurrency: int = 16
     max_body_bytes: int = 8 * 1024 * 1024
+    body_timeout_s: float = 30.0
     keys: Mapping[str, int] = field(default_factory=dict)
     seed: int = 0
     policy: str | None = None
@@ -43,5 +44,7 @@ class GatewayConfig:
             raise ValueError('concurrency must be >= 1')
         if self.max_body_bytes < 1:
             raise ValueError('max_body_bytes must be >= 1')
+        if not self.body_timeout_s > 0:
+            raise ValueError('body_timeout_s must be > 0')
         if self.latency_median_s is not None and self.latency_median_s < 0:
             raise ValueError('latency_median_s must be >= 0')

@@ -1,14 +1,48 @@
-"""The gateway's error responses: one exception per wire shape."""
+"""The gateway's error responses: one exception per wire shape, and the JSON renderer."""
 
+import json
 import math
+import re
+from typing import Any
 
 from starlette.responses import JSONResponse
+
+
+class JsonReply(JSONResponse):
+    """
+    A JSON response that renders any text, even a lone surrogate such as U+D800.
+
+    JSON lets a request carry unpaired surrogates, and UTF-8 cannot encode them; Starlette's
+    renderer would then fail with a 500. `backslashreplace` writes such a code point as the
+    six-character JSON escape it arrived as (it can only occur inside a JSON string).
+    """
+
+    def render(self, content: Any) -> bytes:
+        """Serialise `content` as compact UTF-8 JSON; NaN and Infinity are refused."""
+        text = json.dumps(content, ensure_ascii=False, allow_nan=False, separators=(',', ':'))
+        return text.encode('utf-8', 'backslashreplace')
+
+
+# Anything shaped like an API key (keys.KEY_PREFIX and what follows it, up to a space or quote).
+_KEY_LIKE = re.compile(r'seq_[^\s\'"]+')
+
+
+def redact(text: str) -> str:
+    """Hide every key-shaped token: a key pasted into the wrong field is never echoed."""
+    return _KEY_LIKE.sub('seq_[redacted]', text)
+
+
+def shown(text: str, limit: int = 64) -> str:
+    """Quote a piece of the caller's input for a message: redacted, repr-escaped, cut short."""
+    return repr(redact(text[:limit])) + ('...' if len(text) > limit else '')
 
 
 class ApiError(Exception):
     """An error answered as `{"detail": "<message>"}` with the given status."""
 
     def __init__(self, status: int, detail: str, headers: dict[str, str] | None = None) -> None:
+        # Details may quote the caller's input or a plug-in's message: keys never go out.
+        detail = redact(detail)
         super().__init__(detail)
         self.status = status
         self.detail = detail
@@ -16,7 +50,7 @@ class ApiError(Exception):
 
     def response(self) -> JSONResponse:
         """Return the HTTP response for this error."""
-        return JSONResponse({'detail': self.detail}, self.status, headers=self.headers)
+        return JsonReply({'detail': self.detail}, self.status, headers=self.headers)
 
 
 class WarmingUp(ApiError):
@@ -37,4 +71,4 @@ class WarmingUp(ApiError):
             'warming_job_id': self.job_id,
             'message': self.detail,
         }
-        return JSONResponse({'detail': detail}, 503, headers=self.headers)
+        return JsonReply({'detail': detail}, 503, headers=self.headers)

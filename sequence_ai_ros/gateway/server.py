@@ -46,6 +46,9 @@ def build_parser(prog: str = 'gateway') -> argparse.ArgumentParser:
         help='inferences at once per model; more wait in FIFO order (default 16)')
     add('--max-body-bytes', type=int, default=defaults.max_body_bytes, metavar='BYTES',
         help='larger request bodies get 413 (default 8 MiB)')
+    add('--body-timeout-s', type=float, default=defaults.body_timeout_s, metavar='SECONDS',
+        help='a request body that sends nothing for this long gets 408 (real seconds, not '
+        'scaled; default %(default)s)')
     add('--keys-file', default=None, metavar='PATH',
         help=f'API keys, "seq_xxx <credit>" per line; also ${KEYS_ENV}="seq_a=100,seq_b=5". '
         'With neither, auth is disabled')
@@ -72,9 +75,10 @@ def config_from_args(args: argparse.Namespace) -> GatewayConfig:
         step_after_s=args.step_after_s, latency_median_s=args.latency_median_s,
         cold_start_s=args.cold_start_s, idle_cold_s=args.idle_cold_s,
         start_warm=args.start_warm, concurrency=args.concurrency,
-        max_body_bytes=args.max_body_bytes, keys=load_keys(args.keys_file), seed=args.seed,
-        policy=args.policy, catalogue=args.catalogue, certfile=args.certfile,
-        keyfile=args.keyfile, keep_alive_s=args.keep_alive_s, log_level=args.log_level)
+        max_body_bytes=args.max_body_bytes, body_timeout_s=args.body_timeout_s,
+        keys=load_keys(args.keys_file), seed=args.seed, policy=args.policy,
+        catalogue=args.catalogue, certfile=args.certfile, keyfile=args.keyfile,
+        keep_alive_s=args.keep_alive_s, log_level=args.log_level)
 
 
 def main(argv: Sequence[str] | None = None, prog: str = 'gateway') -> int:

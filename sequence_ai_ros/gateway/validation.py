@@ -3,21 +3,33 @@ POST /v1/act request checking: every refusal names the field it is about.
 
 400 for a body that is not a JSON object, 404 for an unknown model, 422 for everything about
 the observation and options. Python's json accepts NaN and Infinity; they are refused here.
+
+Before parsing, the body's shape is bounded: a few bytes of JSON such as `{},` become a Python
+object of about 60 bytes, so 8 MiB of them would cost the gateway half a gigabyte. At most
+MAX_JSON_VALUES arrays, objects and items (413) and MAX_JSON_DEPTH levels of nesting (400) are
+read; a real observation holds about a hundred values and five levels.
 """
 
 from dataclasses import dataclass, field
 import json
 import math
+import re
 from typing import Any
 
 from PIL import Image
 
 from .catalogue import Catalogue, ModelProfile
-from .errors import ApiError
+from .errors import ApiError, shown
 from .images import decode_frame, ImageError
 
 KNOWN_OPTIONS = ('action_horizon', 'seed', 'robot')
 _REQUEST_KEYS = ('model', 'observation')
+MAX_JSON_VALUES = 10_000
+MAX_JSON_DEPTH = 64
+# Python's int() is quadratic in the digit count; a float overflows long before this anyway.
+MAX_NUMBER_DIGITS = 1000
+# Outside strings, the characters that open a value or separate two.
+_STRUCTURE = re.compile(r'["\[\]{},]')
 
 
 @dataclass
@@ -72,16 +84,85 @@ def _kind(value: Any) -> str:
     return 'an object'
 
 
-def parse_json(body: bytes) -> dict[str, Any]:
+def _escaped(text: str, start: int, quote: int) -> bool:
+    """Whether the quote at `quote` follows an odd run of backslashes (counted from `start`)."""
+    run, end = 0, quote
+    while end > start:
+        # Slices keep the count at C speed even for a string of a million backslashes.
+        piece = text[max(start, end - 4096):end]
+        kept = len(piece.rstrip('\\'))
+        run += len(piece) - kept
+        if kept:
+            break
+        end -= len(piece)
+    return run % 2 == 1
+
+
+def _string_end(text: str, start: int) -> tuple[int, int]:
+    """Index after the string whose opening quote is before `start`, and its escaped quotes."""
+    escaped = 0
+    while True:
+        quote = text.find('"', start)
+        if quote < 0:
+            return len(text), escaped  # unterminated: json.loads will say so
+        if not _escaped(text, start, quote):
+            return quote + 1, escaped
+        escaped += 1
+        start = quote + 1
+
+
+def check_shape(text: str) -> None:
+    """Raise ApiError 413 for too many JSON values, 400 for too deep nesting (before parsing)."""
+    values = depth = 0
+    position = 0
+    while True:
+        found = _STRUCTURE.search(text, position)
+        if found is None:
+            return
+        char, position = found.group(), found.end()
+        if char == '"':
+            # Escaped quotes cost a Python step each, so they count against the budget too.
+            position, escaped = _string_end(text, position)
+            values += escaped
+        elif char in '[{':
+            depth += 1
+            values += 1
+            if depth > MAX_JSON_DEPTH:
+                raise ApiError(400, f'request body is nested too deeply: more than '
+                                    f'{MAX_JSON_DEPTH} levels of arrays and objects')
+        elif char == ',':
+            values += 1
+        else:
+            depth -= 1
+        if values > MAX_JSON_VALUES:
+            raise ApiError(413, f'request body holds more than the limit of {MAX_JSON_VALUES} '
+                                'JSON values (arrays, objects and their items); an observation '
+                                'needs about a hundred')
+
+
+def _bounded_int(literal: str) -> int:
+    if len(literal.lstrip('-')) > MAX_NUMBER_DIGITS:
+        raise ValueError(f'a number has {len(literal.lstrip("-"))} digits, more than the '
+                         f'{MAX_NUMBER_DIGITS} read')
+    return int(literal)
+
+
+def parse_json(body: bytes | bytearray) -> dict[str, Any]:
     """Parse the body as a JSON object, or raise ApiError 400 saying what is wrong with it."""
     if not body:
         raise ApiError(400, 'request body is empty; expected a JSON object')
     try:
-        payload = json.loads(body)
+        # JSON between systems is UTF-8 (RFC 8259); json.loads(bytes) would also take UTF-16
+        # and UTF-32. A byte order mark is tolerated, as the RFC allows.
+        text = body.decode('utf-8-sig')
+    except UnicodeDecodeError as exc:
+        raise ApiError(400, f'request body is not UTF-8 text (byte 0x{body[exc.start]:02x} at '
+                            f'offset {exc.start})') from None
+    check_shape(text)
+    try:
+        payload = json.loads(text, parse_int=_bounded_int)
     except RecursionError:
         raise ApiError(400, 'request body is nested too deeply') from None
-    except UnicodeDecodeError:
-        raise ApiError(400, 'request body is not UTF-8 text') from None
     except ValueError as exc:
         raise ApiError(400, f'request body is not valid JSON: {exc}') from None
     if not isinstance(payload, dict):
@@ -97,8 +178,7 @@ def lookup_model(payload: dict[str, Any], catalogue: Catalogue) -> ModelProfile:
     profile = catalogue.get(model)
     if profile is None:
         known = ', '.join(p.id for p in catalogue.profiles)
-        shown = model if len(model) <= 200 else model[:200] + '...'
-        raise ApiError(404, f'model: {shown!r} not found; known models: {known}')
+        raise ApiError(404, f'model: {shown(model, 200)} not found; known models: {known}')
     return profile
 
 
@@ -149,10 +229,10 @@ def _images(value: Any, profile: ModelProfile, request: dict[str, Any]) -> None:
         if not isinstance(view, str):
             raise _invalid(f'{where}.view: expected a camera view name, got {_kind(view)}')
         if view not in profile.camera_views:
-            raise _invalid(f'{where}.view: {view[:64]!r} is not a camera view of '
+            raise _invalid(f'{where}.view: {shown(view)} is not a camera view of '
                            f'{profile.name}; expected one of {", ".join(profile.camera_views)}')
         if view in request['images']:
-            raise _invalid(f'{where}.view: {view!r} appears more than once')
+            raise _invalid(f'{where}.view: {shown(view)} appears more than once')
         stamp = frame.get('timestamp_ms')
         if stamp is not None:
             stamp = int(_number(stamp, f'{where}.timestamp_ms'))
@@ -212,13 +292,13 @@ def validate_act(payload: dict[str, Any], profile: ModelProfile) -> ActRequest:
         seed = _int_option(seed, 'seed', -(2 ** 63), 2 ** 63 - 1)
     robot = payload.get('robot')
     if robot is not None and robot != profile.robot:
-        raise _invalid(f'robot: {profile.name} drives {profile.robot!r}, got '
-                       f'{str(robot)[:64]!r}')
+        got = shown(robot) if isinstance(robot, str) else _kind(robot)
+        raise _invalid(f'robot: {profile.name} drives {profile.robot!r}, got {got}')
     options = {k: v for k, v in payload.items() if k not in _REQUEST_KEYS}
     ignored = sorted(k for k in options if k not in KNOWN_OPTIONS)
     if ignored:
         fields['warnings'].append(
-            f'options not used by the local gateway: {", ".join(k[:64] for k in ignored[:8])}')
+            f'options not used by the local gateway: {", ".join(shown(k) for k in ignored[:8])}')
     return ActRequest(profile=profile, joint_positions=joints, joint_velocities=velocities,
                       end_effector_pose=pose, gripper=gripper, instruction=instruction,
                       horizon=horizon, seed=seed, options=options, **fields)
