@@ -4,6 +4,9 @@ API keys never leak: not into responses, headers, logs or stats (issue #7, relia
 The module-level helpers (`leak_forms`, `find_secret`, `assert_no_secret`, `response_text`)
 are shared by every part of this file. Parts:
 
+- client: every error path's str, repr, attributes and traceback, the Policy's repr and the
+  debug logs of httpx/httpcore; the credentials file's mode under umask 0.
+- node: a node whose key is refused: its log, /diagnostics, episode outcome and parameters.
 - gateway: a keyed gateway at `--log-level debug` serving the plug-in policy (so a 500 can be
   provoked) gets the right key, near-miss keys, keys in odd places and every error path; then
   every response and the whole log are searched for every key sent, and /v1/_local/stats must
@@ -12,15 +15,30 @@ are shared by every part of this file. Parts:
 
 import base64
 import json
+import logging
 import os
 import re
 import socket
+import stat
+import traceback
 from urllib.parse import quote
 
 from fixtures_gateway import act_body, REPO_ROOT, start_gateway, TEST_DIR
 import httpx
+import observations as obs_module
 import pytest
 from reliability import FaultRow
+from ros_harness import (
+    node_parameters,
+    outcome_after,
+    PolicyNodeProcess,
+    Robot,
+    RosSide,
+    wait_until,
+)
+import sequence_ai_ros as sai
+from sequence_ai_ros.client import config as client_config
+from sequence_ai_ros.gateway.process import GatewayProcess
 
 # -- helpers for every part ---------------------------------------------------------------------
 
@@ -243,3 +261,118 @@ def test_local_stats_show_only_masked_keys(secrets_gateway, fault_matrix):
     fault_matrix.record(FaultRow(
         area='secrets', case='/v1/_local/stats after calls with every key',
         outcome=f'keys shown only masked: {", ".join(names)}'))
+
+
+# -- client -------------------------------------------------------------------------------------
+
+CLIENT_KEY = 'seq_secret_test_client_key_000000003'  # not a key of the gateway: 401
+
+
+def _everything_about(error: BaseException) -> str:
+    """Return every text a user could see of an error: str, repr, attributes, traceback."""
+    parts = [str(error), repr(error), ''.join(traceback.format_exception(
+        type(error), error, error.__traceback__))]
+    parts += [str(value) for value in vars(error).values()]
+    return '\n'.join(parts)
+
+
+def test_client_errors_reprs_and_logs_carry_no_key(secrets_gateway, tls_files, caplog,
+                                                   fault_matrix):
+    caplog.set_level(logging.DEBUG)  # httpx and httpcore log every request at debug
+    cert, key = tls_files
+    seen = []
+    with GatewayProcess(['--time-scale', '0.02', '--start-warm'], keys={VALID_KEY: 100},
+                        certfile=cert, keyfile=key) as tls_gateway:
+        cases = {
+            '401 wrong key': (secrets_gateway.base_url, CLIENT_KEY, {}),
+            '402 no credit': (secrets_gateway.base_url, ONE_CREDIT_KEY, {}),
+            'invalid model': (secrets_gateway.base_url, VALID_KEY, {'model': 'no-such-model'}),
+            '500 from the policy': (secrets_gateway.base_url, VALID_KEY,
+                                    {'instruction': 'raise'}),
+            'unreachable': (f'http://127.0.0.1:{_closed_port()}', VALID_KEY, {}),
+            'untrusted certificate': (tls_gateway.base_url, VALID_KEY, {}),
+        }
+        for name, (base_url, api_key, extra) in cases.items():
+            model = extra.get('model', 'pi05-droid')
+            with sai.connect(model, base_url=base_url, api_key=api_key,
+                             timeout_s=5.0) as policy:
+                seen.append(repr(policy))
+                observation = obs_module.observation(instruction=extra.get('instruction',
+                                                                           'reach'))
+                for _ in range(2):  # ONE_CREDIT_KEY: the second call is the 402
+                    try:
+                        policy.predict(observation)
+                    except sai.SequencesError as error:
+                        seen.append(_everything_about(error))
+                        break
+                else:
+                    pytest.fail(f'{name}: no error raised')
+    joined = '\n'.join(seen + [record.getMessage() for record in caplog.records])
+    secrets = (CLIENT_KEY, VALID_KEY, ONE_CREDIT_KEY)
+    assert_no_secret(joined, *secrets, where='client errors, reprs and debug logs')
+    assert any(r.name.startswith(('httpx', 'httpcore')) for r in caplog.records), \
+        'the debug logs of httpx were not captured: the search proved nothing'
+    fault_matrix.record(FaultRow(
+        area='secrets', case=f'client: {len(cases)} error paths (401, 402, 404, 500, '
+        'unreachable, bad certificate), reprs, tracebacks, httpx/httpcore debug logs',
+        outcome=f'no key in {len(joined)} characters searched ({len(caplog.records)} log '
+        'records)'))
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(('127.0.0.1', 0))
+        return sock.getsockname()[1]
+
+
+def test_credentials_file_is_private_from_the_first_byte(tmp_path, monkeypatch, fault_matrix):
+    monkeypatch.setattr(os, 'umask', os.umask)  # restored whatever happens
+    previous = os.umask(0)  # the most permissive umask: the file must not rely on it
+    try:
+        path = client_config.write_credentials_file(CLIENT_KEY, tmp_path / 'sub' / 'credentials')
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    fault_matrix.record(FaultRow(
+        area='secrets', case='credentials file written under umask 0',
+        outcome='file 0600, its new folder 0700'))
+
+
+# -- node ---------------------------------------------------------------------------------------
+
+def test_node_logs_diagnostics_outcome_and_parameters_carry_no_key(secrets_gateway,
+                                                                   fault_matrix):
+    """A node whose key the gateway refuses: everything it says is searched for the key."""
+    side = RosSide()
+    robot = Robot(side.node, 'secrets', watch_diagnostics=True)
+    process = PolicyNodeProcess('secrets', node_parameters(
+        base_url=secrets_gateway.base_url, start_on_activate=False),
+        {'SEQUENCES_API_KEY': CLIENT_KEY})
+    try:
+        assert wait_until(robot.change_client.service_is_ready, 20), process.log()
+        assert robot.configure() and robot.activate(), process.log()
+        assert robot.start_episode().success
+        outcome = outcome_after(robot, 0, 15)
+        assert outcome is not None and outcome['outcome'] == 'error', outcome
+        assert wait_until(lambda: any('refused' in s.message.lower() or 'key' in
+                                      s.message.lower() for _, s in robot.diagnostics), 10)
+        names = [p for p in node_parameters()] + ['api_key_file', 'base_url']
+        parameters = {name: robot.get_parameter(name) for name in names}  # messages' reprs
+    finally:
+        robot.close()
+        side.close()
+        process.stop()
+    texts = {
+        'node log': process.log(),
+        'diagnostics': '\n'.join(f'{s.name} {s.message} {[(kv.key, kv.value) for kv in s.values]}'
+                                 for _, s in robot.diagnostics),
+        'episode outcome': json.dumps(outcome),
+        'parameters': repr(parameters),
+    }
+    for where, text in texts.items():
+        assert_no_secret(text, CLIENT_KEY, where=where)
+    fault_matrix.record(FaultRow(
+        area='secrets', case='node with a refused key: log, /diagnostics, episode outcome, '
+        'parameters', outcome=f'no key in {sum(map(len, texts.values()))} characters; '
+        f'{len(robot.diagnostics)} statuses; episode ended: {outcome["reason"][:60]}'))
