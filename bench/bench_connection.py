@@ -2,12 +2,16 @@
 Connection cost: the local gateway over TLS behind a user-space latency proxy.
 
 Run: .venv/bin/python bench/bench_connection.py [--calls N] [--latency-ms MS] [--out PATH]
+     [--proxy-mode process|thread]
 
 The gateway serves HTTPS (a self-signed certificate made with the openssl CLI), warm, with no
 simulated inference time (--latency-median-s 0), so the network is most of a call. FaultProxy
 adds --latency-ms each way (a 40 ms round trip by default) plus one round trip before a new
-connection's first byte, as its TCP handshake would cost over a real link. Measured side by
-side, interleaved call by call (the order rotates each round) so drift hits every approach:
+connection's first byte, as its TCP handshake would cost over a real link. Each proxy runs in
+a process of its own (`sequence-ai-ros proxy`, the default), so its relaying does not take the
+GIL from the client being timed; --proxy-mode thread runs them in this process instead.
+Measured side by side, interleaved call by call (the order rotates each round) so drift hits
+every approach:
 
   new connection  a fresh httpx.Client per /v1/act, same TLS trust and body as ours
   ours            sequence_ai_ros Policy.predict on its kept-alive connection
@@ -46,11 +50,9 @@ sys.path.insert(0, str(REPO))
 
 from _record import machine, provenance  # noqa: E402
 import httpx  # noqa: E402
-from sequence_ai_ros import arm_model  # noqa: E402
-from sequence_ai_ros.client.policy import Policy  # noqa: E402
-from sequence_ai_ros.client.transport import Transport  # noqa: E402
+from sequence_ai_ros import arm_model, connect, Policy  # noqa: E402
 from sequence_ai_ros.client.types import ImageFrame, Observation, Proprioception  # noqa: E402
-from sequence_ai_ros.faults import FaultProxy  # noqa: E402
+from sequence_ai_ros.faults import FaultProxy, ProxyProcess, ProxyStats  # noqa: E402
 from sequence_ai_ros.gateway.process import GatewayProcess  # noqa: E402
 from sequence_ai_ros.node.images import encode_raw_image  # noqa: E402
 from sequence_ai_ros.sim.render import SceneRenderer  # noqa: E402
@@ -58,7 +60,7 @@ from sequence_ai_ros.sim.render import SceneRenderer  # noqa: E402
 try:
     import sequence_ai
 except ImportError:  # the published client is a dev requirement, not a runtime one
-    sequence_ai = None
+    sequence_ai = None  # type: ignore[assignment]
 
 KEY = 'seq_bench_connection_key_000001'
 MODEL = 'accounts/sequences/models/pi05-droid'
@@ -71,6 +73,11 @@ DEFAULT_OUT = '/tmp/bench_connection.md'
 NEW, OURS, PUBLISHED, DIRECT = 'new connection', 'ours', 'published', 'server time'
 BARE, BARE_DIRECT, ZERO = 'bare', 'bare direct', '0 ms proxy'
 PROXIED = (NEW, OURS, PUBLISHED, BARE, ZERO)
+PROCESS, THREAD = 'process', 'thread'
+PROXY_MODES = {
+    PROCESS: 'in a process of its own (`sequence-ai-ros proxy`)',
+    THREAD: "in this process (a FaultProxy thread, sharing the clients' GIL)",
+}
 
 
 def make_certificate(folder: str) -> tuple[str, str]:
@@ -136,12 +143,12 @@ class Bench:
         self.gateway = stack.enter_context(GatewayProcess(
             ['--start-warm', '--latency-median-s', '0', '--keep-alive-s', '600',
              '--log-level', 'warning'], keys={KEY: 10 ** 9}, certfile=cert, keyfile=key))
-        latency = args.latency_ms / 1000
-        self.proxies: dict[str, FaultProxy] = {}
+        self.proxies: dict[str, FaultProxy | ProxyProcess] = {}
         for name in PROXIED:  # one each, so each proxy's counters are one approach's
-            proxy = stack.enter_context(FaultProxy('127.0.0.1', self.gateway.port))
-            proxy.latency_s = 0.0 if name == ZERO else latency
-            self.proxies[name] = proxy
+            latency_s = 0.0 if name == ZERO else args.latency_ms / 1000
+            proxy = self.proxies[name] = self.proxy(latency_s)
+            proxy.start()
+            stack.callback(proxy.close)
         self.obs = observation()
         self.body = json.dumps({'model': MODEL, 'observation': self.obs.to_wire()},
                                allow_nan=False)
@@ -163,9 +170,29 @@ class Bench:
         self.samples: dict[str, list[float]] = {name: [] for name in self.calls}
         self.connections: dict[str, int] = dict.fromkeys(self.calls, 0)
 
+    def proxy(self, latency_s: float) -> FaultProxy | ProxyProcess:
+        if self.args.proxy_mode == PROCESS:
+            return ProxyProcess('127.0.0.1', self.gateway.port, latency_s=latency_s)
+        proxy = FaultProxy('127.0.0.1', self.gateway.port)
+        proxy.latency_s = latency_s
+        return proxy
+
+    def proxy_stats(self) -> dict[str, ProxyStats]:
+        """Return each proxy's counters; a proxy process gives them as it stops."""
+        out = {}
+        for name, proxy in self.proxies.items():
+            if isinstance(proxy, FaultProxy):
+                out[name] = proxy.stats()
+                continue
+            stats = proxy.close()
+            if stats is None:
+                sys.exit(f'bench_connection: the {name!r} proxy process gave no counters: '
+                         f'{proxy.stderr}')
+            out[name] = stats
+        return out
+
     def policy(self, base_url: str) -> Policy:
-        # connect() plus an SSLContext: Transport has taken verify= since it was written.
-        return Policy(Transport(api_key=KEY, base_url=base_url, verify=self.trust), MODEL)
+        return connect(MODEL, api_key=KEY, base_url=base_url, verify=self.trust)
 
     def client(self, base_url: str) -> httpx.Client:
         return httpx.Client(base_url=base_url, verify=self.trust, timeout=30.0,
@@ -215,7 +242,7 @@ def paired(bench: Bench, a: str, b: str) -> float:
 
 
 def report(bench: Bench, args: argparse.Namespace, tls: str, runtime: float,
-           command: str) -> str:
+           command: str, proxies: dict[str, ProxyStats]) -> str:
     rtt = 2 * args.latency_ms
     s = bench.samples
     limit = [d + rtt for d in s[DIRECT]]
@@ -248,7 +275,9 @@ def report(bench: Bench, args: argparse.Namespace, tls: str, runtime: float,
     proxy_cost = paired(bench, BARE, BARE_DIRECT) - rtt
     excess = paired(bench, OURS, DIRECT) - rtt
     corrected = (med[OURS] - proxy_cost) / med['limit']
-    late = bench.proxies[OURS].stats()
+    late = proxies[OURS]
+    where = ('in its own process' if args.proxy_mode == PROCESS
+             else "in this process, under the clients' GIL")
     verdicts = [
         f'- Ours / limit = {ratio:.3f} (median {med[OURS]:.1f} ms vs {med["limit"]:.1f} ms): '
         + ('within 5% of the limit.' if ratio <= TARGET else 'NOT within 5% of the limit.'),
@@ -257,7 +286,7 @@ def report(bench: Bench, args: argparse.Namespace, tls: str, runtime: float,
         'the TCP and TLS 1.3 handshakes plus the certificate work.',
         f'- Above the limit, per call (paired medians): ours {excess:+.2f} ms; a bare httpx '
         f"client through the same kind of proxy {proxy_cost:+.2f} ms, which is the proxy's "
-        f'own cost (relaying in Python, in this process; and its timers wake '
+        f'own cost (relaying in Python, {where}; and its timers wake '
         f'{1000 * late.late_s / max(1, late.deliveries):.2f} ms late per delivered chunk on '
         'average, as asyncio rounds epoll timeouts up to whole ms). '
         f'Left for our client: {excess - proxy_cost:+.2f} ms; ours / limit without the '
@@ -272,7 +301,7 @@ def report(bench: Bench, args: argparse.Namespace, tls: str, runtime: float,
             'the gateway): on connection reuse the two clients are the same.')
     kept = ', '.join(f'{name} {bench.connections[name]}' for name in bench.calls
                      if name != NEW)
-    accepted = bench.proxies[NEW].stats().accepted
+    accepted = proxies[NEW].accepted
     verdicts.append(
         f'- New connection per call: the gateway saw {bench.connections[NEW]} connections for '
         f'{calls} calls (its proxy accepted {accepted}; the gateway counts distinct client '
@@ -286,8 +315,9 @@ def report(bench: Bench, args: argparse.Namespace, tls: str, runtime: float,
                      f'{100 * HOSTED_HANDSHAKE_MS / chunk_ms:.1f}% |')
     header = (f'Command: `{command}`  \nMachine: {machine()}  \nCode: {provenance()}  \n'
               f'Gateway: local, HTTPS ({tls}, self-signed RSA 2048), warm, no simulated '
-              f'inference (--latency-median-s 0), same machine. Link: FaultProxy, '
-              f'{args.latency_ms:g} ms each way ({rtt:g} ms round trip, one more for a new '
+              f'inference (--latency-median-s 0), same machine. Link: FaultProxy '
+              f'{PROXY_MODES[args.proxy_mode]}, {args.latency_ms:g} ms each way ({rtt:g} ms '
+              'round trip, one more for a new '
               f"connection's TCP handshake). {args.calls} timed calls per approach after "
               f'{WARMUP_ROUNDS} warm-up rounds, interleaved. Runtime {runtime:.0f} s.')
     return '\n\n'.join([
@@ -303,6 +333,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help='timed calls per approach (default %(default)s)')
     parser.add_argument('--latency-ms', type=float, default=20.0, metavar='MS',
                         help='one-way latency the proxy adds (default %(default)s)')
+    parser.add_argument('--proxy-mode', choices=tuple(PROXY_MODES), default=PROCESS,
+                        help='where each proxy runs: process, `sequence-ai-ros proxy` in a '
+                        'child (default); thread, a FaultProxy in this process')
     parser.add_argument('--no-published', action='store_true',
                         help='leave out the published sequence-ai client')
     parser.add_argument('--out', default=DEFAULT_OUT,
@@ -323,9 +356,10 @@ def main(argv: list[str] | None = None) -> int:
         bench = Bench(args, stack, cert, key)
         tls = bench.tls_version()
         print(f'bench_connection: {args.calls} calls x {len(bench.calls)} approaches, '
-              f'{args.latency_ms:g} ms each way, {tls}', flush=True)
+              f'{args.latency_ms:g} ms each way, {tls}, proxies '
+              f'{PROXY_MODES[args.proxy_mode]}', flush=True)
         bench.run()
-        text = report(bench, args, tls, time.monotonic() - began, command)
+        text = report(bench, args, tls, time.monotonic() - began, command, bench.proxy_stats())
     print(text)
     Path(args.out).write_text(text)
     print(f'(written to {args.out})')

@@ -13,14 +13,23 @@ import httpx
 
 from . import __version__
 from .client.config import DEFAULT_BASE_URL, resolve_base_url
-from .client.transport import error_for
-from .doctor import DEFAULT_SAMPLES, DEFAULT_WAIT_S, DoctorOptions, EXIT_CODES, run_doctor
+from .client.transport import certificate_refusal, error_for, tls_context
+from .doctor import (
+    ca_file_hint,
+    DEFAULT_SAMPLES,
+    DEFAULT_WAIT_S,
+    DoctorOptions,
+    EXIT_CODES,
+    run_doctor,
+)
 
 PROG = 'sequence-ai-ros'
 DEMO_MODULE = 'sequence_ai_ros.demo.runner'
 # These own their flags: everything after the word goes to them untouched.
 DELEGATED = ('gateway', 'demo')
 BASE_URL_HELP = f'gateway URL (default: $SEQUENCES_BASE_URL, else {DEFAULT_BASE_URL})'
+CA_FILE_HELP = ("trust only the CA certificates in this PEM file, instead of the system's, "
+                "e.g. a gateway's self-signed certificate")
 
 DOCTOR_DESCRIPTION = """\
 Answer, in order, the questions behind "it does not work", one line each with OK, WARN or
@@ -42,7 +51,10 @@ PROXY_DESCRIPTION = """\
 Relay a local port to a gateway on this machine through a slower link, to rehearse a robot
 against the network it will really have: point its base_url at the printed URL (https:// if
 the gateway serves TLS, which passes through untouched). Only loopback addresses are accepted.
-Runs until Ctrl-C."""
+Runs until Ctrl-C or SIGTERM.
+
+For scripts: once it listens, the first line on stdout starts `proxy URL -> ` and is flushed;
+the last, as it stops, counts what it relayed."""
 
 
 def _exit_codes_epilog() -> str:
@@ -92,6 +104,15 @@ def _kbps(text: str) -> float:
     return value
 
 
+def _ca_file(text: str) -> str:
+    # Load it now, so a wrong path is a usage error rather than a failed check later.
+    try:
+        tls_context(text)
+    except (OSError, ValueError) as exc:
+        raise argparse.ArgumentTypeError(f'cannot use {text!r} as a CA file: {exc}') from exc
+    return text
+
+
 def _host_port(text: str) -> tuple[str, int]:
     host, _, port = text.rpartition(':')
     try:
@@ -116,6 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
         description='Print the public model catalogue (GET /v1/models) as a table. '
         'No key is needed.')
     models.add_argument('--base-url', metavar='URL', help=BASE_URL_HELP)
+    models.add_argument('--ca-file', type=_ca_file, metavar='PATH', help=CA_FILE_HELP)
     models.add_argument('--endpoint', metavar='NAME',
                         help='only models of this endpoint, e.g. act')
     models.add_argument('--timeout', type=_positive_float, default=30.0, metavar='SECONDS',
@@ -129,6 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
     doctor.add_argument('--model', default='pi05-droid',
                         help='model to check, bare or full id (default %(default)s)')
     doctor.add_argument('--base-url', metavar='URL', help=BASE_URL_HELP)
+    doctor.add_argument('--ca-file', type=_ca_file, metavar='PATH',
+                        help=CA_FILE_HELP + ', for every connection doctor makes')
     doctor.add_argument('--api-key-file', metavar='PATH',
                         help='read the key from this file (first non-comment line) instead of '
                         '$SEQUENCES_API_KEY or the credentials file; there is deliberately no '
@@ -207,8 +231,14 @@ def _models(args: argparse.Namespace) -> int:
     # The catalogue is public: no Authorization header, so the key is not sent where unneeded.
     try:
         response = httpx.get(base_url + '/v1/models', params=params, timeout=args.timeout,
-                             headers={'User-Agent': f'sequence_ai_ros/{__version__}'})
+                             headers={'User-Agent': f'sequence_ai_ros/{__version__}'},
+                             verify=tls_context(args.ca_file or True))
     except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        reason = certificate_refusal(exc)
+        if reason is not None:
+            print(f'{PROG} models: the TLS certificate of {base_url} is not trusted ({reason}); '
+                  f'{ca_file_hint(args.ca_file, reason)}', file=sys.stderr)
+            return 1
         print(f'{PROG} models: cannot reach {base_url}: {type(exc).__name__}: {exc}',
               file=sys.stderr)
         return 1
@@ -233,11 +263,13 @@ def _models(args: argparse.Namespace) -> int:
 def _doctor(args: argparse.Namespace) -> int:
     return run_doctor(DoctorOptions(
         model=args.model, base_url=args.base_url, api_key_file=args.api_key_file,
-        samples=args.samples, act=args.act, wait_s=args.wait, timeout_s=args.timeout))
+        samples=args.samples, act=args.act, wait_s=args.wait, timeout_s=args.timeout,
+        ca_file=args.ca_file))
 
 
 def _proxy(args: argparse.Namespace) -> int:
     from .faults import FaultProxy
+    from .faults.process import summary_line
 
     host, port = args.upstream
     try:
@@ -265,8 +297,9 @@ def _proxy(args: argparse.Namespace) -> int:
         proxy.close()
         signal.signal(signal.SIGTERM, previous)
     stats = proxy.stats()
-    print(f'relayed {stats.accepted} connections, {stats.requests} plain-HTTP requests, '
-          f'{stats.bytes_up} B up, {stats.bytes_down} B down', flush=True)
+    for error in stats.errors:  # the proxy's own bugs, never the peers' doing
+        print(f'{PROG} proxy: internal error: {error}', file=sys.stderr)
+    print(summary_line(stats), flush=True)
     return 0
 
 

@@ -22,12 +22,13 @@ from .client.config import (
 )
 from .client.errors import (
     AuthError,
+    CertificateError,
     InvalidRequest,
     OutOfCredit,
     SequencesError,
     Unavailable,
 )
-from .client.transport import Transport
+from .client.transport import certificate_refusal, tls_context, Transport
 from .client.types import Prediction
 
 EXIT_OK = 0
@@ -46,7 +47,8 @@ EXIT_CODES = (
               'advice'),
     (2, 'bad command line'),
     (EXIT_NO_KEY, 'no API key found (check 1)'),
-    (EXIT_GATEWAY, 'the gateway does not answer GET /v1/health with ok (check 2)'),
+    (EXIT_GATEWAY, 'the gateway does not answer GET /v1/health with ok, or its TLS '
+                   'certificate is not trusted (check 2; --ca-file)'),
     (EXIT_MODEL, 'the model is not in the catalogue, or the catalogue is unreadable (check 3)'),
     (EXIT_KEY_INVALID, 'the key is refused: 401 (check 4)'),
     (EXIT_NO_CREDIT, 'the key has no credit: 402 (check 5)'),
@@ -86,6 +88,7 @@ class DoctorOptions:
     act: bool = True
     wait_s: float | None = None
     timeout_s: float = 30.0
+    ca_file: str | None = None  # trust only this CA bundle (PEM), else the system's CAs
 
 
 class _Stop(Exception):
@@ -110,6 +113,18 @@ def _cell(value: Any) -> str:
 
 def _short(model_id: str) -> str:
     return model_id.rsplit('/', 1)[-1]
+
+
+def ca_file_hint(ca_file: str | None, reason: str) -> str:
+    """Say what to do about a refused certificate, given the --ca-file in use (if any)."""
+    if 'mismatch' in reason.lower():
+        return ('the certificate names another host: use the name or address it was issued '
+                'for in --base-url')
+    if ca_file:
+        return (f'--ca-file {ca_file} does not sign this certificate: pass the CA that does '
+                "(for a self-signed gateway, the gateway's own certificate file)")
+    return ('pass --ca-file PATH with the CA certificate that signs it (for a self-signed '
+            "gateway, the gateway's own certificate file)")
 
 
 def probe_observation(row: dict[str, Any]) -> dict[str, Any]:
@@ -140,6 +155,8 @@ class Doctor:
         self.sleep = sleep
         self.base_url = resolve_base_url(options.base_url)
         self.model_id = full_model_id(options.model)
+        # One trust for every connection doctor makes, the same the client is given.
+        self.tls = tls_context(options.ca_file or True)
         self.key: str | None = None
         self.auth_enabled = True
         self.row: dict[str, Any] = {}
@@ -170,12 +187,12 @@ class Doctor:
 
     def run(self) -> int:
         """Run every check; return the exit code."""
+        trusting = f' (CA file {self.options.ca_file})' if self.options.ca_file else ''
         print(f'sequence-ai-ros {__version__} doctor: {_short(self.model_id)} at '
-              f'{self.base_url}', file=self.out, flush=True)
+              f'{self.base_url}{trusting}', file=self.out, flush=True)
         try:
             self.check_key()
-            self.public = httpx.Client(base_url=self.base_url, timeout=self._timeout(),
-                                       headers={'User-Agent': f'sequence_ai_ros/{__version__}'})
+            self.public = self._client(headers={'User-Agent': f'sequence_ai_ros/{__version__}'})
             self.check_gateway()
             self.check_model()
             answer = self.check_act() if self.options.act else None
@@ -200,8 +217,14 @@ class Doctor:
         print(verdict, file=self.out, flush=True)
         return code
 
-    def _timeout(self) -> httpx.Timeout:
-        return httpx.Timeout(self.options.timeout_s, connect=min(self.options.timeout_s, 10.0))
+    def _client(self, headers: httpx.Headers | dict[str, str]) -> httpx.Client:
+        timeout = httpx.Timeout(self.options.timeout_s, connect=min(self.options.timeout_s, 10.0))
+        return httpx.Client(base_url=self.base_url, timeout=timeout, headers=headers,
+                            verify=self.tls)
+
+    def _fail_certificate(self, number: int, name: str, reason: str) -> NoReturn:
+        self.fail(number, name, f'the TLS certificate of {self.base_url} is not trusted '
+                  f'({reason})', ca_file_hint(self.options.ca_file, reason), EXIT_GATEWAY)
 
     def check_key(self) -> None:
         """1: is there a key, and which source gave it (never the key itself)."""
@@ -260,6 +283,9 @@ class Doctor:
         try:
             response = self.public.get('/v1/health')
         except httpx.HTTPError as exc:
+            reason = certificate_refusal(exc)
+            if reason is not None:
+                self._fail_certificate(2, 'gateway', reason)
             self.fail(2, 'gateway', f'nothing answers at {self.base_url} '
                       f'({type(exc).__name__}: {exc})', hint, EXIT_GATEWAY)
         except (httpx.InvalidURL, ValueError) as exc:
@@ -325,7 +351,7 @@ class Doctor:
         """4 and 5: one real POST /v1/act, which says whether the key is valid and has credit."""
         payload = {'model': self.model_id, 'observation': probe_observation(self.row)}
         transport = Transport(api_key=self.key, base_url=self.base_url,
-                              timeout_s=self.options.timeout_s)
+                              timeout_s=self.options.timeout_s, verify=self.tls)
         first = time.perf_counter()
         deadline = None if self.options.wait_s is None else first + self.options.wait_s
         announced = False
@@ -359,6 +385,8 @@ class Doctor:
             self._key_valid('not 401')
             self.fail(5, 'credit', f'402 {exc.message}', 'top up the account, or use another key',
                       EXIT_NO_CREDIT)
+        except CertificateError as exc:  # trusted at check 2: the certificate changed since
+            self._fail_certificate(4, 'test call', certificate_refusal(exc) or exc.message)
         except InvalidRequest as exc:
             self._key_valid(f'not 401 but {exc.status}')
             self.fail(5, 'test call', f'refused: {exc.status} {exc.message}',
@@ -393,8 +421,7 @@ class Doctor:
         fresh, reused = [], []
         try:
             for _ in range(samples):
-                with httpx.Client(base_url=self.base_url, timeout=self._timeout(),
-                                  headers=self.public.headers) as client:
+                with self._client(headers=self.public.headers) as client:
                     fresh.append(self._timed_get(client))
             # The public client has stayed open since check 2, so every call here reuses it.
             for _ in range(samples):

@@ -20,7 +20,7 @@ from sequence_ai_ros import arm_model
 from sequence_ai_ros.gateway.process import GatewayProcess
 
 __all__ = ['cold_gateway', 'gateway', 'http', 'open_gateway', 'plugin_gateway', 'queue_gateway',
-           'small_body_gateway', 'tls_files']
+           'small_body_gateway', 'tls_files', 'tls_gateway']
 
 PREFIX = 'accounts/sequences/models/'
 MODELS = ('pi05-droid', 'cosmos3-edge-policy-droid', 'lingbot-va-5b', 'lingbot-vla-v2-6b')
@@ -213,3 +213,12 @@ def tls_files(tmp_path_factory):
                     '-addext', 'subjectAltName=IP:127.0.0.1'],
                    check=True, capture_output=True)
     return str(cert), str(key)
+
+
+@pytest.fixture(scope='module')
+def tls_gateway(tls_files):
+    """Serve HTTPS, warm, keyed (TEST_KEYS), with a self-signed certificate no CA signs."""
+    cert, key = tls_files
+    with GatewayProcess(['--time-scale', str(TIME_SCALE), '--start-warm'], keys=TEST_KEYS,
+                        certfile=cert, keyfile=key) as process:
+        yield process

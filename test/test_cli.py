@@ -9,6 +9,7 @@ import sys
 import time
 import types
 
+from fixtures_gateway import MAIN_KEY
 import httpx
 import pytest
 from sequence_ai_ros import cli
@@ -277,6 +278,63 @@ def test_wait_gives_up_at_its_limit(cold, xdg):
     assert status == 'WARN' and 'still warming after waiting' in text
 
 
+# -- TLS with a private CA: --ca-file ------------------------------------------------------
+
+def test_doctor_fails_check_2_on_an_untrusted_certificate_and_ca_file_fixes_it(
+        tls_gateway, tls_files, xdg):
+    result = doctor(tls_gateway, key=MAIN_KEY, xdg=xdg)
+    assert result.returncode == 11, result.stdout + result.stderr
+    assert result.stderr == ''  # a verdict, not a traceback
+    found = verdicts(result.stdout)
+    assert list(found) == [1, 2] and found[2][0] == 'FAIL'
+    assert f'TLS certificate of {tls_gateway.base_url} is not trusted' in found[2][1]
+    assert 'self-signed certificate' in found[2][1] and 'hint: pass --ca-file PATH' in found[2][1]
+    before = tls_gateway.stats()['connections']
+    result = doctor(tls_gateway, '--ca-file', tls_files[0], key=MAIN_KEY, xdg=xdg)
+    assert result.returncode == 0, result.stdout + result.stderr
+    found = verdicts(result.stdout)
+    # Every connection trusted the CA file: the public client, each fresh latency sample
+    # and the act call each made one, and none failed.
+    assert [found[n][0] for n in range(1, 8)] == ['OK'] * 7, result.stdout
+    assert f'(CA file {tls_files[0]})' in result.stdout.splitlines()[0]
+    assert tls_gateway.stats()['connections'] - before == SAMPLES + 2
+
+
+def test_doctor_names_the_fix_when_a_ca_file_does_not_help(tls_gateway, tls_files, xdg):
+    import certifi  # httpx's own dependency: a real bundle that does not hold our CA
+
+    result = doctor(tls_gateway, '--ca-file', certifi.where(), key=MAIN_KEY, xdg=xdg)
+    assert result.returncode == 11
+    status, text = verdicts(result.stdout)[2]
+    assert status == 'FAIL' and 'not trusted' in text
+    assert f'--ca-file {certifi.where()} does not sign this certificate' in text
+    # Trusted, but issued for 127.0.0.1 only: the CA file is not what needs fixing.
+    url = tls_gateway.base_url.replace('127.0.0.1', 'localhost')
+    result = run_cli('doctor', '--base-url', url, '--ca-file', tls_files[0], key=MAIN_KEY, xdg=xdg)
+    status, text = verdicts(result.stdout)[2]
+    assert result.returncode == 11 and status == 'FAIL' and "not valid for 'localhost'" in text
+    assert 'names another host' in text
+
+
+def test_models_over_tls_needs_the_ca_file(tls_gateway, tls_files, xdg):
+    result = run_cli('models', '--base-url', tls_gateway.base_url, xdg=xdg)
+    assert result.returncode == 1 and result.stdout == ''
+    assert 'not trusted (self-signed certificate)' in result.stderr
+    assert '--ca-file' in result.stderr and 'Traceback' not in result.stderr
+    result = run_cli('models', '--base-url', tls_gateway.base_url, '--ca-file', tls_files[0],
+                     xdg=xdg)
+    assert result.returncode == 0, result.stderr
+    assert [row.split()[0] for row in result.stdout.splitlines()[1:]] == list(MODELS)
+
+
+@pytest.mark.parametrize('command', ['models', 'doctor'])
+def test_an_unusable_ca_file_is_a_usage_error(command, tls_files, tmp_path, xdg):
+    for path in (str(tmp_path / 'missing.pem'), tls_files[1]):  # absent; a key, no certificate
+        result = run_cli(command, '--ca-file', path, key=MAIN_KEY, xdg=xdg)
+        assert result.returncode == 2
+        assert f'--ca-file: cannot use {path!r} as a CA file' in result.stderr
+
+
 # -- the key: where it came from, never what it is ------------------------------------------
 
 def write_key(path, key, mode):
@@ -301,17 +359,17 @@ def test_key_from_the_credentials_file_and_its_mode(xdg):
 def test_key_precedence_names_the_winner_and_the_ignored(xdg, tmp_path):
     write_key(xdg / 'sequence-ai' / 'credentials', OTHER, 0o600)
     down = f'http://127.0.0.1:{free_port()}'
-    result = run_cli('doctor', '--base-url', down, key=GOOD, xdg=xdg)
+    result = run_cli('doctor', '--base-url', down, key=MAIN_KEY, xdg=xdg)
     text = verdicts(result.stdout)[1][1]
     assert text.startswith(f'key        seq_…{GOOD[-4:]} from environment')
     assert 'ignored, different: credentials file' in text and f'seq_…{OTHER[-4:]}' in text
     key_file = write_key(tmp_path / 'robot.key', ZERO, 0o600)
-    result = run_cli('doctor', '--base-url', down, '--api-key-file', str(key_file), key=GOOD,
+    result = run_cli('doctor', '--base-url', down, '--api-key-file', str(key_file), key=MAIN_KEY,
                      xdg=xdg)
     text = verdicts(result.stdout)[1][1]
     assert f'seq_…{ZERO[-4:]} from --api-key-file {key_file}' in text
     result = run_cli('doctor', '--base-url', down, '--api-key-file', str(tmp_path / 'nope'),
-                     key=GOOD, xdg=xdg)
+                     key=MAIN_KEY, xdg=xdg)
     assert result.returncode == 10 and 'does not exist' in result.stdout
 
 

@@ -10,6 +10,7 @@ import os
 import threading
 import time
 
+from fixtures_gateway import MAIN_KEY
 from observations import observation
 import pytest
 from reliability import FaultRow, open_sockets, settled
@@ -31,26 +32,18 @@ def connect(gateway, model='pi05-droid', **kwargs):
     return sai.connect(model, base_url=gateway.base_url, **kwargs)
 
 
-@pytest.fixture(scope='module')
-def tls_gateway(tls_files):
-    cert, key = tls_files
-    with GatewayProcess(['--time-scale', '0.02', '--start-warm'], keys={KEY: 1000},
-                        certfile=cert, keyfile=key) as process:
-        yield process
-
-
 # -- TLS ---------------------------------------------------------------------------------------
 
 def test_tls_is_verified_by_default_and_a_bad_certificate_is_a_clear_error(
         tls_gateway, tls_files, fault_matrix):
-    with connect(tls_gateway) as policy:  # self-signed: not in the system's CAs
+    with connect(tls_gateway, api_key=MAIN_KEY) as policy:  # self-signed: not in the system's CAs
         with pytest.raises(sai.CertificateError, match='failed verification') as caught:
             policy.predict(OBS)
-    assert 'verify=' in str(caught.value) and KEY not in str(caught.value)
-    with connect(tls_gateway, verify=tls_files[0]) as policy:  # trusting its CA works
+    assert 'verify=' in str(caught.value) and MAIN_KEY not in str(caught.value)
+    with connect(tls_gateway, api_key=MAIN_KEY, verify=tls_files[0]) as policy:  # its CA: works
         assert len(policy.predict(OBS).action_chunk) == 15
     with pytest.raises(ValueError, match='verification stays on'):
-        connect(tls_gateway, verify=False)
+        connect(tls_gateway, api_key=MAIN_KEY, verify=False)
     fault_matrix.record(FaultRow(
         area='network', case='TLS: self-signed certificate, not trusted',
         outcome='CertificateError naming the reason and verify=; trusted with verify=<CA file>; '
@@ -58,7 +51,7 @@ def test_tls_is_verified_by_default_and_a_bad_certificate_is_a_clear_error(
 
 
 def test_a_certificate_error_is_not_retried(tls_gateway):
-    with connect(tls_gateway) as policy:
+    with connect(tls_gateway, api_key=MAIN_KEY) as policy:
         started = time.monotonic()
         with pytest.raises(sai.CertificateError):
             policy.run(lambda: OBS, lambda a: None, validate=accept, max_actions=5,
@@ -316,11 +309,14 @@ def test_credit_running_out_mid_run_stops_and_holds(fault_matrix):
             with pytest.raises(sai.OutOfCredit):
                 robot.run(policy)
     robot.assert_only_model_actions()
-    assert len(robot.chunks) == 4 and len(robot.holds) == 1
+    # 4 chunks were paid for; the fourth may still be in flight when the fifth's 402 lands,
+    # and a deterministic error stops the run at once rather than wait for it.
+    assert len(robot.chunks) in (3, 4) and len(robot.holds) == 1
     assert len(robot.actions) <= 4 * 15
     fault_matrix.record(FaultRow(
         area='gateway', case='credit runs out mid-run (real gateway, 4 credits)',
-        outcome=f'OutOfCredit after 4 chunks; {len(robot.actions)} actions played, hold once'))
+        outcome=f'OutOfCredit after {len(robot.chunks)} chunks joined; {len(robot.actions)} '
+        'actions played, hold once'))
 
 
 def _real_answer(gateway):

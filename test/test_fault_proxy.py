@@ -13,9 +13,9 @@ import time
 from fixtures_gateway import act_body, AUTH
 import httpx
 import pytest
-from sequence_ai_ros.faults import FaultProxy, is_loopback
-from sequence_ai_ros.faults.proxy import _HttpFramer
-from sequence_ai_ros.gateway.process import free_port, GatewayProcess
+from sequence_ai_ros.faults import FaultProxy, is_loopback, ProxyProcess
+from sequence_ai_ros.faults.http_framing import HttpFramer
+from sequence_ai_ros.gateway.process import free_port
 
 BODY = act_body()
 
@@ -31,14 +31,6 @@ def proxy(open_gateway):
 def client(proxy):
     with httpx.Client(base_url=proxy.url(), timeout=10.0) as http:
         yield http
-
-
-@pytest.fixture(scope='module')
-def tls_gateway(tls_files):
-    cert, key = tls_files
-    with GatewayProcess(['--time-scale', '0.02', '--start-warm'], certfile=cert,
-                        keyfile=key) as process:
-        yield process
 
 
 def act(http, body=BODY, **kwargs):
@@ -228,7 +220,8 @@ def test_faults_are_taken_in_order_and_cleared(proxy, client):
 def test_tls_passes_through_and_faults_reach_an_open_tls_connection(tls_gateway, tls_files):
     trust = ssl.create_default_context(cafile=tls_files[0])
     with FaultProxy('127.0.0.1', tls_gateway.port) as proxy, \
-            httpx.Client(base_url=proxy.url('https'), verify=trust, timeout=10.0) as http:
+            httpx.Client(base_url=proxy.url('https'), verify=trust, headers=AUTH,
+                         timeout=10.0) as http:
         proxy.latency_s = 0.05
         answer, elapsed = timed(act, http)
         assert answer.status_code == 200 and len(answer.json()['action_chunk']['steps']) == 15
@@ -342,7 +335,7 @@ def test_the_framer_finds_request_boundaries_byte_by_byte():
               b'3;x=y\r\nabc\r\n0\r\nTrailer: 1\r\n\r\n'
               b'GET /d HTTP/1.1\r\n\r\n')
     for step in (1, 7, len(stream)):
-        framer = _HttpFramer(http=True)
+        framer = HttpFramer(http=True)
         seen, forwarded = [], b''
         for i in range(0, len(stream), step):
             for piece, starts, ends in framer.feed(stream[i:i + step]):
@@ -353,7 +346,30 @@ def test_the_framer_finds_request_boundaries_byte_by_byte():
 
 
 def test_the_framer_gives_up_on_what_is_not_http():
-    assert _HttpFramer(http=False).feed(b'\x16\x03\x01') == [(b'\x16\x03\x01', None, False)]
-    framer = _HttpFramer(http=True)
+    assert HttpFramer(http=False).feed(b'\x16\x03\x01') == [(b'\x16\x03\x01', None, False)]
+    framer = HttpFramer(http=True)
     framer.feed(b'POST / HTTP/1.1\r\nContent-Length: x\r\n\r\n')
     assert framer.state == 'opaque'
+
+
+# -- in a process of its own ----------------------------------------------------------------
+
+def test_a_proxy_process_relays_with_latency_and_reports_its_counters(open_gateway):
+    with ProxyProcess('127.0.0.1', open_gateway.port, latency_s=0.05) as proxy, \
+            httpx.Client(base_url=proxy.url(), timeout=10.0) as http:
+        assert proxy.url('https').startswith('https://127.0.0.1:')
+        assert http.get('/v1/health').json()['status'] == 'ok'
+        _, kept_alive = timed(http.get, '/v1/health')
+        assert kept_alive >= 0.1  # one round trip of 50 ms each way
+    stats = proxy.stats
+    assert stats is not None and proxy.close() is stats
+    assert (stats.accepted, stats.requests, stats.open_now) == (1, 2, 0)
+    assert stats.bytes_up > 0 and stats.bytes_down > 0 and stats.deliveries >= 2
+    assert stats.late_s >= 0 and proxy.stderr == ''
+    with pytest.raises(RuntimeError):
+        proxy.url()
+
+
+def test_a_proxy_process_that_cannot_start_says_why():
+    with pytest.raises(RuntimeError, match='not loopback'):
+        ProxyProcess('10.0.0.1', 80).start()

@@ -113,14 +113,11 @@ class Transport:
     def _transport_error(self, path: str, exc: httpx.HTTPError) -> SequencesError:
         if isinstance(exc, httpx.TimeoutException):
             return Unavailable(f'{path} timed out after {self._client.timeout.read}s')
-        cause: BaseException | None = exc
-        while cause is not None:  # httpx wraps the ssl error in its own ConnectError
-            if isinstance(cause, ssl.SSLCertVerificationError):
-                return CertificateError(
-                    f'the TLS certificate of {self.base_url} failed verification '
-                    f'({cause.verify_message}); fix the certificate, or pass verify= a CA '
-                    'file that signs it')
-            cause = cause.__cause__ or cause.__context__
+        refusal = certificate_refusal(exc)
+        if refusal is not None:
+            return CertificateError(
+                f'the TLS certificate of {self.base_url} failed verification ({refusal}); fix '
+                'the certificate, or pass verify= a CA file that signs it')
         if isinstance(exc, httpx.ConnectError):
             return Unavailable(f'could not reach {self.base_url}: {type(exc).__name__}')
         return Unavailable(f'the connection to {self.base_url} was lost during {path} '
@@ -144,6 +141,18 @@ class Transport:
                 raise MalformedResponse(f'{status} answer is not a JSON object', status=status)
             return decoded
         raise error_for(response)
+
+
+def certificate_refusal(exc: BaseException) -> str | None:
+    """Return why the server's TLS certificate was refused, if that is what `exc` comes from."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:  # httpx wraps the ssl error
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return str(cause.verify_message or cause)
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return None
 
 
 def tls_context(verify: bool | str | ssl.SSLContext) -> ssl.SSLContext:
