@@ -508,3 +508,21 @@ def settled_counts(pid, baseline, timeout=5.0):
         return counts[0][0] <= baseline[0] and counts[0][1] <= baseline[1]
     wait_until(settled, timeout, interval=0.1)
     return counts[0]
+
+
+# -- shared pieces of the gateway fault tests ------------------------------------------------
+
+def holds_after(robot, t):
+    """Return the times of the hold commands received after monotonic time `t`."""
+    return [when for when, msg in commands_after(robot, t) if is_hold(msg)]
+
+
+def statuses_after(robot, t, part):
+    """Return (time, status) of the node's `part` status ('gateway', 'episode', ...) after `t`."""
+    return [(when, status) for when, status in list(robot.diagnostics)
+            if when > t and status.name.endswith(f': {part}')]
+
+
+def status_values(status):
+    """Return a DiagnosticStatus's key/values as a dict."""
+    return {kv.key: kv.value for kv in status.values}

@@ -15,6 +15,7 @@ from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from sequence_ai_ros.client.errors import (
     AuthError,
+    CertificateError,
     InvalidRequest,
     MalformedResponse,
     OutOfCredit,
@@ -32,6 +33,7 @@ __all__ = [
     'build_statuses',
     'diagnostic_array',
     'error_kind',
+    'redact',
 ]
 
 OK, WARN, ERROR = DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR
@@ -40,7 +42,8 @@ NODE_STATES = ('unconfigured', 'inactive', 'active')
 EPISODE_STATES = ('idle', 'starting', 'warming', 'running', 'underrun', 'holding', 'ended')
 # Why an ended episode ended; 'safety' and 'error' are failures an operator must look at.
 EPISODE_OUTCOMES = ('', 'completed', 'stopped', 'safety', 'error')
-ERROR_KINDS = ('', 'auth', 'credit', 'invalid', 'unavailable', 'warming', 'malformed', 'other')
+ERROR_KINDS = ('', 'auth', 'credit', 'invalid', 'certificate', 'unavailable', 'warming',
+               'malformed', 'other')
 
 # Keys start 'seq_'; a bearer header could carry any token.
 _KEY_PATTERN = re.compile(r'(?<![A-Za-z0-9])seq_[A-Za-z0-9_\-]{4,}|(?i:bearer)\s+\S+')
@@ -58,7 +61,9 @@ class Health:
     message (None = never received); ``input_timeouts`` maps topic -> the age that holds the arm.
     ``input_problems`` maps topic -> why its latest message is unusable (NaN, a missing joint,
     an image encoding); ``input_dropped`` maps topic -> messages dropped for a stamp older than
-    the last accepted one.
+    the last accepted one. ``retries`` counts the transient failures retried this episode,
+    ``retries_in_a_row`` those since the last chunk (> 0: retrying now, up to ``retry_limit``);
+    ``last_transient_error`` / ``_kind`` describe the latest of them and stay after a success.
     """
 
     node_state: str = 'unconfigured'
@@ -76,6 +81,11 @@ class Health:
     server_inference_p50_ms: float | None = None
     requests: int = 0
     failed_requests: int = 0
+    retries: int = 0
+    retries_in_a_row: int = 0
+    retry_limit: int = 0
+    last_transient_error: str = ''
+    last_transient_error_kind: str = ''
     buffered_s: float = 0.0
     underruns: int = 0
     underrun_s: float = 0.0
@@ -103,6 +113,8 @@ def error_kind(error: BaseException) -> str:
         return 'credit'
     if isinstance(error, InvalidRequest):
         return 'invalid'
+    if isinstance(error, CertificateError):
+        return 'certificate'
     if isinstance(error, Unavailable):
         return 'warming' if error.warming else 'unavailable'
     if isinstance(error, MalformedResponse):
@@ -110,7 +122,8 @@ def error_kind(error: BaseException) -> str:
     return 'other'
 
 
-def _redact(text: str) -> str:
+def redact(text: str) -> str:
+    """Mask anything shaped like an API key or a bearer token (a server may quote one)."""
     return _KEY_PATTERN.sub('<redacted>', text)
 
 
@@ -138,8 +151,8 @@ def _flag(value: bool | None) -> str:
 def _status(name: str, hardware_id: str, level: bytes, message: str,
             values: Sequence[tuple[str, str]]) -> DiagnosticStatus:
     return DiagnosticStatus(
-        level=level, name=name, hardware_id=hardware_id, message=_redact(message),
-        values=[KeyValue(key=k, value=_redact(str(v))) for k, v in values])
+        level=level, name=name, hardware_id=hardware_id, message=redact(message),
+        values=[KeyValue(key=k, value=redact(str(v))) for k, v in values])
 
 
 def _input(h: Health, topic: str) -> str:
@@ -163,10 +176,20 @@ def _gateway(h: Health) -> tuple[bytes, str]:
         return ERROR, f'out of credit: top up credit ({error})'
     if h.last_error_kind == 'invalid':
         return ERROR, f'gateway rejected the request: check model and cameras ({error})'
+    if h.last_error_kind == 'certificate':
+        return ERROR, f'TLS certificate not trusted: set ca_file to the CA that signs it ({error})'
     if h.last_error_kind == 'warming' or h.episode_state == 'warming':
         return WARN, f'model {h.model or "?"} is warming up: {eta}'
+    if h.last_error_kind and h.episode_state == 'ended':
+        # The stream raises a transient failure only once the retries are spent.
+        return ERROR, (f'request failed ({h.last_error_kind}) after {h.retries_in_a_row} '
+                       f'retries in a row; the episode ended holding: {error}')
     if h.last_error_kind:
         return WARN, f'request failed ({h.last_error_kind}), retrying: {error}'
+    if h.retries_in_a_row and h.episode_state != 'ended':
+        return WARN, (f'request failed ({h.last_transient_error_kind or "?"}), retry '
+                      f'{h.retries_in_a_row} of {h.retry_limit} while the plan plays: '
+                      f'{h.last_transient_error or "no detail"}')
     if h.gateway_reachable is False:
         return WARN, 'gateway unreachable'
     if h.latency_p50_s is not None:
@@ -234,7 +257,11 @@ def build_statuses(health: Health, node_name: str, hardware_id: str) -> list[Dia
             ('last error kind', h.last_error_kind or 'none'),
             ('latency p50 (s)', _num(h.latency_p50_s)), ('latency p95 (s)', _num(h.latency_p95_s)),
             ('server inference p50 (ms)', _num(h.server_inference_p50_ms, 1)),
-            ('requests', str(h.requests)), ('failed requests', str(h.failed_requests))]),
+            ('requests', str(h.requests)), ('failed requests', str(h.failed_requests)),
+            ('retries', str(h.retries)),
+            ('retries in a row', f'{h.retries_in_a_row} of {h.retry_limit}'),
+            ('last transient error', h.last_transient_error or 'none'),
+            ('last transient error kind', h.last_transient_error_kind or 'none')]),
         'buffer': (_buffer(h), [
             ('buffered (s)', _num(h.buffered_s)), ('underruns', str(h.underruns)),
             ('underrun time (s)', _num(h.underrun_s)),

@@ -4,6 +4,11 @@ One bounded episode: the node's control tick, without ROS.
 Each tick answers one question: publish this command, publish a hold, do nothing, or end.
 Every action is checked before it is allowed out; any doubt (stale or bad input, a gateway
 error, an action outside the limits) ends the episode holding. An underrun holds and resumes.
+
+Two kinds of waiting, kept apart: the stream retries a transient failure (lost connection,
+timeout, 5xx, malformed answer) `request_retries` times in a row while the plan plays, and
+raises the next one; the episode waits out a warming model (a 503 with Retry-After) only
+before the first action and only up to `startup_timeout_s`. Everything else ends it holding.
 """
 
 from dataclasses import asdict, dataclass
@@ -17,7 +22,7 @@ from sequence_ai_ros.client.stream import ActionStream
 from sequence_ai_ros.client.types import Prediction
 
 from .commands import Command, CommandMapper, UnsupportedActionSpace
-from .diagnostics import error_kind
+from .diagnostics import error_kind, redact
 from .images import ImageError
 from .inputs import InputCache, JOINT_STATES
 from .params import NodeConfig
@@ -49,7 +54,10 @@ class Episode:
         self.stream: ActionStream = policy.new_stream(
             join=config.join_mode, prefetch=config.prefetch, max_inflight=config.max_inflight,
             smooth_seam=config.smooth_seam, seam_blend=config.seam_blend,
-            on_chunk=self._on_chunk)
+            on_chunk=self._on_chunk, retries=config.request_retries,
+            retry_backoff_s=config.retry_backoff_s)
+        # stream.retried when the last chunk joined: the failures absorbed since are "in a row".
+        self._retried_at_chunk = 0
         # One record per chunk joined, for the node's ~/chunks topic (monitoring, the demo).
         self.chunk_events: list[dict[str, Any]] = []
         self.started = time.monotonic() if now is None else now
@@ -76,6 +84,19 @@ class Episode:
     def running(self) -> bool:
         """Return False once the episode has ended."""
         return self.state != 'ended'
+
+    @property
+    def retries_in_a_row(self) -> int:
+        """Transient failures retried since the last chunk joined (> 0: retrying now)."""
+        return self.stream.retried - self._retried_at_chunk
+
+    @property
+    def last_transient_error(self) -> tuple[str, str]:
+        """Return (message, kind) of the last transient failure retried, ('', '') if none."""
+        error = self.stream.last_transient_error
+        if error is None:
+            return '', ''
+        return redact(error.message), error_kind(error)
 
     def tick(self, now: float) -> Tick:
         """Advance the episode to `now`."""
@@ -104,12 +125,13 @@ class Episode:
 
     def end(self, outcome: str, reason: str, *, hold: bool) -> Tick:
         """Stop for good: drop the plan and the requests in flight; hold if asked."""
-        self.state, self.outcome, self.reason = 'ended', outcome, reason
+        # The reason goes to the log and the outcome topic and may quote a server's message.
+        self.state, self.outcome, self.reason = 'ended', outcome, redact(reason)
         self.stream.close(wait_for_inflight=False)
         if hold:
             self.holds += 1
-            return Tick(END, self._hold_command(), reason)
-        return Tick(END, None, reason)
+            return Tick(END, self._hold_command(), self.reason)
+        return Tick(END, None, self.reason)
 
     def close(self) -> None:
         """Release the stream's threads without waiting for requests in flight."""
@@ -120,12 +142,14 @@ class Episode:
         fields = asdict(report(self.stream.engine, self.actions))
         return dict(fields, actions=self.actions,
                     elapsed_s=round(time.monotonic() - self.started, 3), holds=self.holds,
+                    retries=self.stream.retried,
                     stopped_early=self.outcome != 'completed', outcome=self.outcome,
                     reason=self.reason)
 
     # -- internals -------------------------------------------------------------------------------
 
     def _on_chunk(self, prediction: Prediction) -> None:
+        self._retried_at_chunk = self.stream.retried
         stats = self.stream.engine.stats
         self.chunk_events.append({
             'chunk': stats.chunks, 'id': prediction.id, 'steps': len(prediction.action_chunk),
@@ -182,7 +206,7 @@ class Episode:
         return Tick(IDLE)
 
     def _note_error(self, exc: SequencesError) -> None:
-        self.last_error, self.last_error_kind = exc.message, error_kind(exc)
+        self.last_error, self.last_error_kind = redact(exc.message), error_kind(exc)
 
     def _starved(self) -> Tick:
         if self.actions == 0 or self.state == 'underrun':

@@ -33,6 +33,9 @@ class NodeConfig:
     base_url: str
     api_key_file: str
     request_timeout_s: float
+    request_retries: int
+    retry_backoff_s: float
+    ca_file: str
     configure_timeout_s: float
     joint_names: tuple[str, ...]
     gripper_joint: str
@@ -83,6 +86,13 @@ PARAMETERS: dict[str, tuple[Any, str, bool, dict[str, Any]]] = {
     'api_key_file': ('', "file holding the API key; '' = $SEQUENCES_API_KEY, else the "
                      'credentials file. The key itself is never a parameter', True, {}),
     'request_timeout_s': (30.0, 'per-request HTTP timeout (s)', True, _floats(0.1, 600.0)),
+    'request_retries': (2, 'transient request failures (lost connection, timeout, 5xx, malformed '
+                        'answer) retried in a row while the plan in hand plays; the next one '
+                        'ends the episode holding. 0 = the first ends it', True, _ints(0, 100)),
+    'retry_backoff_s': (0.25, 'wait before the first retry (s), doubled for each retry after it',
+                        True, _floats(0.0, 60.0)),
+    'ca_file': ('', "PEM file of the CA that signs the gateway's TLS certificate (a private "
+                "gateway); '' = the system CAs. Verification cannot be turned off", True, {}),
     'configure_timeout_s': (5.0, 'configure waits this long for joint_states to check the joint '
                             'names, and for the catalogue', True, _floats(0.1, 600.0)),
     'joint_names': (_UNSET, "the model's joint order, as named in joint_states (required)",
@@ -225,7 +235,8 @@ def read_config(node: Node, problems: dict[str, str] | None = None) -> NodeConfi
             'each lower limit must be below its upper limit')
     return NodeConfig(
         model=get['model'], base_url=get['base_url'], api_key_file=get['api_key_file'],
-        request_timeout_s=get['request_timeout_s'],
+        request_timeout_s=get['request_timeout_s'], request_retries=get['request_retries'],
+        retry_backoff_s=get['retry_backoff_s'], ca_file=get['ca_file'],
         configure_timeout_s=get['configure_timeout_s'], joint_names=joints, gripper_joint=gripper,
         camera_views=views, camera_topics=topics, camera_transports=transports,
         image_size=(size[0], size[1]), jpeg_quality=get['jpeg_quality'],

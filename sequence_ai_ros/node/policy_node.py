@@ -25,7 +25,7 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from .commands import Command, supported_action_space, trajectory_message
-from .diagnostics import build_statuses, diagnostic_array, Health
+from .diagnostics import build_statuses, diagnostic_array, Health, redact
 from .episode import COMMAND, END, Episode, HOLD
 from .inputs import CameraInput, InputCache
 from .params import (
@@ -79,19 +79,17 @@ class PolicyNode(LifecycleNode):
                 CameraInput(view, topic, transport == 'compressed') for view, topic, transport
                 in zip(config.camera_views, config.camera_topics, config.camera_transports)),
                 config.instruction)
-            self.policy = sai.connect(config.model, api_key=self._api_key(config),
-                                      base_url=config.base_url or None,
-                                      control_hz=config.control_rate_hz or None,
-                                      timeout_s=config.request_timeout_s)
+            self.policy = self._connect(config)
             self._create_interfaces(config)
             self._check_joint_names(config)
             self._check_model(config)
         except (ConfigError, ValueError, sai.SequencesError) as exc:
-            self.get_logger().error(f'configure failed: {exc}')
+            self.get_logger().error(f'configure failed: {redact(str(exc))}')
             self._release()
             return FAILURE
         except Exception as exc:  # a transition that raises becomes ERROR silently: say why
-            self.get_logger().error(f'configure failed: {type(exc).__name__}: {exc}')
+            self.get_logger().error(f'configure failed: {type(exc).__name__}: '
+                                    f'{redact(str(exc))}')
             self._release()
             return FAILURE
         self.node_state = 'inactive'
@@ -358,6 +356,21 @@ class PolicyNode(LifecycleNode):
 
     # -- configure checks ---------------------------------------------------------------------
 
+    def _connect(self, config: NodeConfig) -> sai.Policy:
+        """Open the Policy; a ca_file that cannot be read fails naming the parameter."""
+        api_key = self._api_key(config)
+        try:
+            return sai.connect(config.model, api_key=api_key,
+                               base_url=config.base_url or None,
+                               control_hz=config.control_rate_hz or None,
+                               timeout_s=config.request_timeout_s,
+                               verify=config.ca_file or True)
+        except OSError as exc:  # FileNotFoundError, PermissionError, ssl.SSLError (not PEM)
+            if not config.ca_file:
+                raise
+            raise ConfigError(f'parameter ca_file: cannot load CA certificates from '
+                              f'{config.ca_file}: {exc}') from exc
+
     def _api_key(self, config: NodeConfig) -> str | None:
         if not config.api_key_file:
             return None
@@ -390,6 +403,12 @@ class PolicyNode(LifecycleNode):
         except sai.Unavailable as exc:
             self.get_logger().warning(f'catalogue not reachable, model not checked: {exc}')
             return
+        except sai.CertificateError as exc:
+            # The client's own advice names its verify= argument; here it is a parameter.
+            reason = str(exc).split(';')[0]
+            advice = (f'ca_file {config.ca_file} does not sign it' if config.ca_file else
+                      'set the ca_file parameter to the PEM file of the CA that signs it')
+            raise ConfigError(f'{reason}: {advice}') from exc
         if entry is None:
             raise ConfigError(f'parameter model: {config.model!r} is not in the catalogue')
         self.model_entry = entry
@@ -439,6 +458,10 @@ class PolicyNode(LifecycleNode):
         health.latency_p50_s, health.latency_p95_s = (summary['latency_p50_s'],
                                                       summary['latency_p95_s'])
         health.requests, health.failed_requests = stats.requests, stats.failed_requests
+        health.retries, health.retry_limit = episode.stream.retried, config.request_retries
+        health.retries_in_a_row = episode.retries_in_a_row
+        health.last_transient_error, health.last_transient_error_kind = \
+            episode.last_transient_error
         health.buffered_s = episode.stream.engine.buffered_seconds(now)
         health.underruns, health.underrun_s = stats.underruns, stats.underrun_s
         health.longest_underrun_s = stats.longest_underrun_s
