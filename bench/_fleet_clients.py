@@ -1,0 +1,275 @@
+"""
+The fleet bench's client loops: N Policies, each `run()` in its own thread, order checked.
+
+Each loop is this project's `Policy.run(join='append')` (prefetch, up to two requests in flight)
+on a Policy of its own, with a synthetic observation (one rendered scene, encoded once)
+whose instruction carries the loop's id and a request sequence number. The gateway's plug-in
+(`_fleet_policy`) stamps every action with them, so each loop checks what it really executed:
+chunks in observation order, every step of a chunk once and in order, and every request either
+answered or failed (none silently lost).
+
+Also runnable as a child process (`python bench/_fleet_clients.py --base-url ...`), so that a
+fleet can be split over processes when one interpreter's GIL is the limit; the child prints one
+JSON object with its loops' results and its own CPU time.
+"""
+
+import argparse
+from dataclasses import asdict, dataclass, field
+import json
+from pathlib import Path
+import sys
+import threading
+import time
+from typing import Any
+import warnings
+
+HERE = Path(__file__).resolve().parent
+sys.path[:0] = [str(HERE), str(HERE.parent)]
+
+from _fleet_policy import instruction, read_stamp  # noqa: E402
+from sequence_ai_ros import arm_model  # noqa: E402
+from sequence_ai_ros.client.config import full_model_id  # noqa: E402
+from sequence_ai_ros.client.policy import Policy  # noqa: E402
+from sequence_ai_ros.client.transport import Transport  # noqa: E402
+from sequence_ai_ros.client.types import (  # noqa: E402
+    ImageFrame,
+    Observation,
+    Prediction,
+    Proprioception,
+)
+from sequence_ai_ros.node.images import encode_raw_image  # noqa: E402
+from sequence_ai_ros.sim.render import SceneRenderer  # noqa: E402
+
+TARGET_XY = (0.55, -0.2)
+DRAIN_S = 30.0  # after run() returns, how long requests still in flight may take to land
+
+
+def synthetic_frames() -> tuple[str, str]:
+    """Render one scene (arm at home, red target) and encode both views as the node would."""
+    renderer = SceneRenderer(320, 240)
+    frames = []
+    for render in (renderer.exterior, renderer.wrist):
+        pixels = render(arm_model.HOME, TARGET_XY)
+        height, width = pixels.shape[:2]
+        frames.append(encode_raw_image('rgb8', width, height, width * 3,
+                                       pixels.tobytes()).base64())
+    return frames[0], frames[1]
+
+
+def cpu_seconds(pid: int | str = 'self') -> float:
+    """Return a process's user + system CPU time, in seconds (Linux /proc)."""
+    import os
+    fields = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
+@dataclass
+class SequenceCheck:
+    """
+    What one loop executed, read from the stamps: breaks in order, by kind.
+
+    A *break* is any of: an action of another loop (`crossed`), a chunk older than one already
+    played (`out_of_order`), a step played twice or going backwards (`repeated`), steps missing
+    inside a chunk (`skipped_steps`), a chunk left before its last step for a newer one while
+    the run went on (`cut_short`), a chunk entered after its step 0 (`late_entry`).
+    """
+
+    client: int
+    lengths: dict[int, int] = field(default_factory=dict)  # seq -> steps, from the wire
+    played: list[int] = field(default_factory=list)  # seqs, in the order first executed
+    crossed: int = 0
+    out_of_order: int = 0
+    repeated: int = 0
+    skipped_steps: int = 0
+    cut_short: int = 0
+    late_entry: int = 0
+    _seq: int = -1
+    _step: int = -1
+
+    def act(self, values: list[float]) -> None:
+        """Check one executed action against the one before it."""
+        client, seq, step = read_stamp(values[-1])
+        if client != self.client:
+            self.crossed += 1
+            return
+        if seq == self._seq:
+            if step <= self._step:
+                self.repeated += 1
+            elif step > self._step + 1:
+                self.skipped_steps += step - self._step - 1
+        elif seq > self._seq:
+            if self._seq >= 0 and self._step != self.lengths.get(self._seq, 0) - 1:
+                self.cut_short += 1
+            if step != 0:
+                self.late_entry += 1
+            self.played.append(seq)
+        else:
+            self.out_of_order += 1
+            return
+        self._seq, self._step = seq, step
+
+    @property
+    def breaks(self) -> int:
+        """Count every kind of break together."""
+        return (self.crossed + self.out_of_order + self.repeated + self.skipped_steps
+                + self.cut_short + self.late_entry)
+
+
+class _StampedPolicy(Policy):
+    """Our Policy, noting each request's fate and round trip on the worker thread."""
+
+    def __init__(self, transport: Transport, model: str, check: SequenceCheck) -> None:
+        super().__init__(transport, model)
+        self.check = check
+        self.sent: set[int] = set()
+        self.received: set[int] = set()
+        self.failed: set[int] = set()
+        # (wall seconds of the HTTP round trip, the server's own inference_ms) per answer
+        self.timings: list[tuple[float, float | None]] = []
+        self._lock = threading.Lock()
+
+    def send(self, observation: Observation, options: dict[str, Any]) -> Prediction:
+        seq = int(observation.instruction.split()[2])
+        with self._lock:
+            self.sent.add(seq)
+        began = time.monotonic()
+        try:
+            prediction = super().send(observation, options)
+        except BaseException:
+            with self._lock:
+                self.failed.add(seq)
+            raise
+        took = time.monotonic() - began
+        inference = prediction.perf.get('inference_ms')
+        with self._lock:
+            self.check.lengths[seq] = len(prediction.action_chunk.steps)
+            self.received.add(seq)
+            self.timings.append((took, float(inference)
+                                 if isinstance(inference, (int, float)) else None))
+        return prediction
+
+    def settled(self) -> bool:
+        """Whether every request that reached send() has been answered or has failed."""
+        with self._lock:
+            return self.sent <= self.received | self.failed
+
+
+@dataclass
+class LoopResult:
+    """One loop's run: its RunOutcome fields, the order check and every request's fate."""
+
+    client: int
+    outcome: dict[str, Any]
+    requested: int
+    sent: int
+    received: int
+    failed: int
+    lost: int  # sent, and neither answered nor failed by the end of the drain
+    unplayed: int  # answered, never executed, and not the run's last answers
+    check: dict[str, Any]
+    breaks: int
+    timings: list[tuple[float, float | None]]
+    error: str = ''
+
+
+class ClientLoop:
+    """One control loop on its own Policy (its own connection pool), started from a barrier."""
+
+    def __init__(self, client: int, base_url: str, api_key: str, model: str, actions: int,
+                 frames: tuple[str, str]) -> None:
+        self.client = client
+        self.actions = actions
+        self.frames = frames
+        self.check = SequenceCheck(client)
+        transport = Transport(api_key=api_key, base_url=base_url)
+        self.policy = _StampedPolicy(transport, full_model_id(model), self.check)
+        self.requested = 0
+        self.result: LoopResult | None = None
+
+    def observe(self) -> Observation:
+        """Return the synthetic observation, numbered: one call per request, in order."""
+        seq = self.requested
+        self.requested += 1
+        exterior, wrist = self.frames
+        return Observation(
+            images=[ImageFrame('exterior_1', exterior), ImageFrame('wrist', wrist)],
+            proprioception=Proprioception(
+                joint_positions=[float(v) for v in arm_model.HOME], gripper=0.0),
+            instruction=instruction(self.client, seq))
+
+    def run(self, start_at: float) -> None:
+        """Wait for the common start, run, drain what is in flight, then close."""
+        delay = start_at - time.monotonic()
+        if delay > 0:
+            time.sleep(delay)
+        outcome: dict[str, Any] = {}
+        error = ''
+        try:
+            with self.policy:
+                result = self.policy.run(self.observe, self.check.act, max_actions=self.actions,
+                                         validate=lambda action: True, join='append')
+                outcome = asdict(result)
+                # Answers still in flight land on their worker threads; wait for each fate.
+                deadline = time.monotonic() + DRAIN_S
+                while not self.policy.settled() and time.monotonic() < deadline:
+                    time.sleep(0.01)
+        except Exception as exc:  # noqa: BLE001 (recorded in the row, not fatal to the fleet)
+            error = f'{type(exc).__name__}: {exc}'
+        self.result = self._result(outcome, error)
+
+    def _result(self, outcome: dict[str, Any], error: str) -> LoopResult:
+        policy, check = self.policy, self.check
+        answered = policy.received | policy.failed
+        played = set(check.played)
+        # The run's last answers may land after max_actions: they are not skips.
+        newest_played = max(played, default=-1)
+        unplayed = len({s for s in policy.received - played if s < newest_played})
+        counts = {k: v for k, v in asdict(check).items()
+                  if k not in ('client', 'lengths', 'played', '_seq', '_step')}
+        return LoopResult(
+            client=self.client, outcome=outcome, requested=self.requested,
+            sent=len(policy.sent), received=len(policy.received), failed=len(policy.failed),
+            lost=len(policy.sent - answered), unplayed=unplayed, check=counts,
+            breaks=check.breaks, timings=list(policy.timings), error=error)
+
+
+def run_fleet(base_url: str, api_key: str, model: str, clients: list[int], actions: int,
+              frames: tuple[str, str], start_at: float) -> tuple[list[LoopResult], list[str]]:
+    """Run one loop per client id, each on its own thread, all from `start_at`."""
+    loops = [ClientLoop(c, base_url, api_key, model, actions, frames) for c in clients]
+    threads = [threading.Thread(target=loop.run, args=(start_at,), name=f'fleet-{loop.client}')
+               for loop in loops]
+    # The engine's configuration warnings are recorded for the report, not printed 32 times.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    return [loop.result for loop in loops if loop.result is not None], \
+        [str(w.message) for w in caught]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Child-process mode: run some loops, print one JSON object with results and CPU time."""
+    parser = argparse.ArgumentParser(description='fleet bench worker (run by bench_fleet.py)')
+    parser.add_argument('--base-url', required=True)
+    parser.add_argument('--key', required=True)
+    parser.add_argument('--model', required=True)
+    parser.add_argument('--clients', type=int, nargs='+', required=True)
+    parser.add_argument('--actions', type=int, required=True)
+    parser.add_argument('--start-at', type=float, required=True,
+                        help='time.monotonic() to start at (the clock is system-wide)')
+    args = parser.parse_args(argv)
+    frames = synthetic_frames()
+    cpu0, wall0 = cpu_seconds(), max(time.monotonic(), args.start_at)
+    results, caught = run_fleet(args.base_url, args.key, args.model, args.clients,
+                                args.actions, frames, args.start_at)
+    body = {'cpu_s': cpu_seconds() - cpu0, 'wall_s': time.monotonic() - wall0,
+            'results': [asdict(r) for r in results], 'warnings': caught}
+    print(json.dumps(body))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

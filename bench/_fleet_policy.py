@@ -1,0 +1,62 @@
+"""
+The fleet bench's `--policy` plug-in: the reference policy's work, with a stamped gripper column.
+
+Each client loop writes `fleet <client> <seq>` as its instruction, one seq per request in the
+order it observes; the plug-in runs the reference policy on the frame (so the gateway does the
+same work per call as usual) and writes `stamp(client, seq, step)` into the last column. The
+client reads the stamp back from every action it executes: which loop, which observation and
+which step of its chunk, so order, skips and repeats are checked on what was really played.
+"""
+
+from typing import Any
+
+import numpy as np
+from sequence_ai_ros.gateway.catalogue import ModelProfile
+from sequence_ai_ros.gateway.reference_policy import ReferencePolicy
+
+PREFIX = 'fleet'
+# Integers below 2**53 survive float64 and JSON exactly: 10**6 loops x 10**6 requests x 1000.
+CLIENT_UNIT = 10 ** 9
+SEQ_UNIT = 1000
+
+
+def instruction(client: int, seq: int) -> str:
+    """Return the instruction that carries a loop's id and its request's sequence number."""
+    return f'{PREFIX} {client} {seq}'
+
+
+def stamp(client: int, seq: int, step: int) -> float:
+    """Return the number a chunk's step carries: loop, request and step index."""
+    return float(client * CLIENT_UNIT + seq * SEQ_UNIT + step)
+
+
+def read_stamp(value: float) -> tuple[int, int, int]:
+    """Return (client, seq, step) from a stamped number."""
+    whole = int(round(value))
+    client, rest = divmod(whole, CLIENT_UNIT)
+    seq, step = divmod(rest, SEQ_UNIT)
+    return client, seq, step
+
+
+class FleetPolicy:
+    """The reference policy's plan, with (loop, request, step) written into the last column."""
+
+    def __init__(self, profile: ModelProfile) -> None:
+        self.profile = profile
+        self.reference = ReferencePolicy(profile)
+
+    def act(self, observation: dict[str, Any], options: dict[str, Any],
+            rng: np.random.Generator) -> tuple[np.ndarray, list[str]]:
+        """Plan as the reference policy does, then stamp every step."""
+        rows, warnings = self.reference.act(observation, options, rng)
+        words = str(observation.get('instruction', '')).split()
+        if len(words) == 3 and words[0] == PREFIX:
+            client, seq = int(words[1]), int(words[2])
+            rows = np.array(rows, dtype=float)
+            rows[:, -1] = [stamp(client, seq, i) for i in range(len(rows))]
+        return rows, warnings
+
+
+def make_fleet_policy(profile: ModelProfile) -> FleetPolicy:
+    """Return the factory the bench names on the gateway's command line."""
+    return FleetPolicy(profile)

@@ -1,0 +1,389 @@
+"""
+Load (issue #7): 32 control loops on one local gateway, order and resources checked.
+
+Every loop is `Policy.run()` on a Policy of its own. Its instruction carries the loop's id and
+a request number; the gateway serves `make_stamping_policy` (below; the gateway process imports
+this module), which writes (loop, request, step) into every action, so each loop checks what it
+really executed: chunks in observation order, each step once and in order. Each request's fate
+(answered or failed) is noted where it is sent. Assertions are on behaviour and counts, never
+on timings: the machine has two shared cores.
+
+The sustained run uses the gateway's defaults (16 inferences at once per model), which 32
+pi05-droid loops overload about 1.6 times: requests queue, answers overtake each other, loops
+underrun and skip chunks that came too late. None of that may lose or reorder a chunk. The
+second run kills the gateway mid-run and starts it again on the same port: every loop must
+reconnect by itself and leave no socket or thread behind.
+"""
+
+from dataclasses import dataclass, field
+import os
+from pathlib import Path
+import threading
+import time
+from typing import Any
+import warnings
+
+from fixtures_gateway import encode
+from PIL import Image
+from reliability import FaultRow, open_sockets, resident_kib, settled, thread_count
+from sequence_ai_ros import arm_model
+from sequence_ai_ros.client.config import full_model_id
+from sequence_ai_ros.client.policy import Policy
+from sequence_ai_ros.client.transport import Transport
+from sequence_ai_ros.client.types import ImageFrame, Observation, Prediction, Proprioception
+from sequence_ai_ros.gateway.process import GatewayProcess
+
+LOOPS = 32
+TIME_SCALE = 0.25  # a 1.0 s pi05-droid chunk plays in 0.25 s: 32 loops ask 128 requests/s
+RUN_S = 36.0
+WARMUP_S = 9.0  # memory after this point is compared with the end of the run
+MEMORY_BOUND_KIB = 16 * 1024  # peak to peak; ~12 KiB per request answered in between
+RESTART_RUN_S = 16.0
+KEY = 'seq_load_tests_key_00000000000001'
+MODEL = 'pi05-droid'
+PREFIX = 'load'
+LOOP_UNIT, SEQ_UNIT = 10 ** 9, 1000  # stamps stay integers below 2**53: exact through JSON
+TEST_DIR = str(Path(__file__).resolve().parent)
+REPO_ROOT = str(Path(__file__).resolve().parents[1])
+
+
+# -- the gateway's plug-in ---------------------------------------------------------------------
+
+class StampingPolicy:
+    """A `--policy` plug-in: joints still, and (loop, request, step) in the last column."""
+
+    def __init__(self, profile: Any) -> None:
+        self.dim = int(profile.action_dim)
+
+    def act(self, observation: dict, options: dict, rng: Any) -> list[list[float]]:
+        """Stamp every step of the chunk with the request's loop and number."""
+        _, loop, seq = observation['instruction'].split()
+        base = int(loop) * LOOP_UNIT + int(seq) * SEQ_UNIT
+        return [[0.0] * (self.dim - 1) + [float(base + i)]
+                for i in range(int(options['action_horizon']))]
+
+
+def make_stamping_policy(profile: Any) -> StampingPolicy:
+    """Return the factory named on the load gateway's command line."""
+    return StampingPolicy(profile)
+
+
+def stamping_gateway(*flags: str) -> GatewayProcess:
+    """Make a warm, keyed gateway serving StampingPolicy (not yet started)."""
+    return GatewayProcess(
+        ['--time-scale', str(TIME_SCALE), '--start-warm', '--log-level', 'warning',
+         '--policy', 'test_load:make_stamping_policy', *flags],
+        keys={KEY: 10 ** 9}, env={'PYTHONPATH': os.pathsep.join([TEST_DIR, REPO_ROOT])})
+
+
+# -- one loop ----------------------------------------------------------------------------------
+
+@dataclass
+class Order:
+    """
+    Breaks in what one loop executed, read from the stamps, by kind.
+
+    A chunk may be left for a newer one only when the engine reports it (stale) or the run
+    stops; everything else counted here is a break.
+    """
+
+    loop: int
+    lengths: dict[int, int] = field(default_factory=dict)  # request -> steps on the wire
+    played: list[int] = field(default_factory=list)  # requests, in the order first executed
+    foreign: int = 0  # an action of another loop
+    backwards: int = 0  # a chunk older than one already played
+    repeated: int = 0
+    skipped_steps: int = 0
+    cut_short: int = 0  # a chunk left before its last step while the run went on
+    late_entry: int = 0  # a chunk entered after its step 0
+    _seq: int = -1
+    _step: int = -1
+
+    def act(self, values: list[float]) -> None:
+        """Check one executed action against the one before it."""
+        loop, rest = divmod(int(round(values[-1])), LOOP_UNIT)
+        seq, step = divmod(rest, SEQ_UNIT)
+        if loop != self.loop:
+            self.foreign += 1
+        elif seq < self._seq:
+            self.backwards += 1
+        elif seq == self._seq:
+            self.repeated += step <= self._step
+            self.skipped_steps += max(0, step - self._step - 1)
+            self._step = max(self._step, step)
+        else:
+            if self._seq >= 0 and self._step != self.lengths[self._seq] - 1:
+                self.cut_short += 1
+            self.late_entry += step != 0
+            self.played.append(seq)
+            self._seq, self._step = seq, step
+
+    def breaks(self) -> dict[str, int]:
+        """Return every kind of break with its count."""
+        return {'foreign': self.foreign, 'backwards': self.backwards, 'repeated': self.repeated,
+                'skipped_steps': self.skipped_steps, 'cut_short': self.cut_short,
+                'late_entry': self.late_entry}
+
+
+class _NotingPolicy(Policy):
+    """Our Policy, noting each request's fate on the worker thread that sends it."""
+
+    def __init__(self, transport: Transport, model: str, order: Order) -> None:
+        super().__init__(transport, model)
+        self.order = order
+        self.sent: set[int] = set()
+        self.answered: set[int] = set()
+        self.failed: set[int] = set()
+        self.answered_at: dict[int, float] = {}
+        self._lock = threading.Lock()
+
+    def send(self, observation: Observation, options: dict[str, Any]) -> Prediction:
+        seq = int(observation.instruction.split()[2])
+        with self._lock:
+            self.sent.add(seq)
+        try:
+            prediction = super().send(observation, options)
+        except BaseException:
+            with self._lock:
+                self.failed.add(seq)
+            raise
+        with self._lock:
+            self.order.lengths[seq] = len(prediction.action_chunk.steps)
+            self.answered.add(seq)
+            self.answered_at[seq] = time.monotonic()
+        return prediction
+
+    def unresolved(self) -> set[int]:
+        """Return the requests sent and neither answered nor failed (yet)."""
+        with self._lock:
+            return self.sent - self.answered - self.failed
+
+
+class Loop:
+    """One control loop on its own Policy, played until a deadline (validate then says no)."""
+
+    def __init__(self, number: int, base_url: str, frames: list[ImageFrame],
+                 **run_options: Any) -> None:
+        self.number = number
+        self.frames = frames
+        self.run_options = run_options
+        self.order = Order(number)
+        self.policy = _NotingPolicy(Transport(api_key=KEY, base_url=base_url),
+                                    full_model_id(MODEL), self.order)
+        self.requested = 0
+        self.deadline = 0.0
+        self.outcome: Any = None
+        self.error = ''
+
+    def observe(self) -> Observation:
+        """Return the observation of the next request, numbered in order."""
+        self.requested += 1
+        return Observation(
+            images=self.frames,
+            proprioception=Proprioception([float(v) for v in arm_model.HOME], gripper=0.0),
+            instruction=f'{PREFIX} {self.number} {self.requested - 1}')
+
+    def run(self, start_at: float, seconds: float) -> None:
+        """Run from `start_at` for `seconds`, then wait for the fate of every request sent."""
+        time.sleep(max(0.0, start_at - time.monotonic()))
+        self.deadline = time.monotonic() + seconds
+        try:
+            self.outcome = self.policy.run(
+                self.observe, self.order.act, max_actions=10 ** 6, join='append',
+                validate=lambda action: time.monotonic() < self.deadline, **self.run_options)
+        except Exception as exc:  # noqa: BLE001 (the test asserts on it)
+            self.error = f'{type(exc).__name__}: {exc}'
+        # Requests abandoned at the stop still finish on their worker threads.
+        settled(lambda: len(self.policy.unresolved()), 0, timeout_s=40.0)
+
+    def unplayed(self) -> set[int]:
+        """Return the chunks answered and never executed, older than the last one executed."""
+        newest = max(self.order.played, default=-1)
+        return {s for s in self.policy.answered - set(self.order.played) if s < newest}
+
+
+def run_loops(base_url: str, seconds: float, during: Any = None,
+              **run_options: Any) -> tuple[list[Loop], int]:
+    """
+    Run LOOPS loops at once for `seconds`; `during(start_at)` runs on this thread meanwhile.
+
+    Returns the loops (their Policies closed) and how many engine warnings they raised.
+    """
+    frames = [ImageFrame('exterior_1', encode(Image.new('RGB', (224, 224), (90, 90, 95)))),
+              ImageFrame('wrist', encode(Image.new('RGB', (224, 224), (40, 40, 40))))]
+    loops = [Loop(i, base_url, frames, **run_options) for i in range(LOOPS)]
+    start_at = time.monotonic() + 0.5
+    threads = [threading.Thread(target=loop.run, args=(start_at, seconds), name=f'load-{i}')
+               for i, loop in enumerate(loops)]
+    # Overloaded loops warn that they cannot keep up: expected here, so noted, not printed.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        for thread in threads:
+            thread.start()
+        if during is not None:
+            during(start_at)
+        for thread in threads:
+            thread.join()
+    for loop in loops:
+        loop.policy.close()
+    return loops, len(caught)
+
+
+def tally(loops: list[Loop]) -> dict[str, int]:
+    """Sum the counts that must add up over every loop."""
+    total: dict[str, int] = {'requested': 0, 'sent': 0, 'answered': 0, 'failed': 0, 'lost': 0,
+                             'played': 0, 'unplayed': 0, 'stale': 0, 'breaks': 0,
+                             'underruns': 0}
+    for loop in loops:
+        policy, outcome = loop.policy, loop.outcome
+        total['requested'] += loop.requested
+        total['sent'] += len(policy.sent)
+        total['answered'] += len(policy.answered)
+        total['failed'] += len(policy.failed)
+        total['lost'] += len(policy.unresolved())
+        total['played'] += len(loop.order.played)
+        total['unplayed'] += len(loop.unplayed())
+        total['breaks'] += sum(loop.order.breaks().values())
+        if outcome is not None:
+            total['stale'] += outcome.stale_chunks
+            total['underruns'] += outcome.underruns
+    return total
+
+
+def answered_by_gateway(stats: dict[str, Any]) -> int:
+    """Count the /v1/act calls the gateway answered 200."""
+    return sum(int(by_status.get('200', 0)) for by_status in stats['acts'].values())
+
+
+# -- the tests ---------------------------------------------------------------------------------
+
+def test_32_loops_for_a_sustained_period_lose_and_reorder_nothing(fault_matrix):
+    samples: list[tuple[float, int, int]] = []  # (s since start, this process KiB, gateway's)
+    with stamping_gateway() as gateway:
+        sockets, threads = open_sockets(), thread_count()
+        gateway_sockets = open_sockets(gateway.pid)
+        stop = threading.Event()
+        began = time.monotonic()
+
+        def sample_memory() -> None:
+            while not stop.wait(0.5):
+                samples.append((time.monotonic() - began, resident_kib(),
+                                resident_kib(gateway.pid)))
+
+        sampler = threading.Thread(target=sample_memory, name='load-memory')
+        sampler.start()
+        try:
+            loops, warned = run_loops(gateway.base_url, RUN_S)
+        finally:
+            stop.set()
+            sampler.join()
+        stats = gateway.stats()
+        gateway_sockets_after = settled(lambda: open_sockets(gateway.pid), gateway_sockets)
+        # The sampler thread has ended too: the counts compare like with like.
+        sockets_after = settled(open_sockets, sockets)
+        threads_after = settled(thread_count, threads)
+    total = tally(loops)
+    # Peaks of the first and last thirds after warm-up: the gateway's RSS swings by ~30 MiB as
+    # its worker threads come and go, a leak lifts every peak; the engines' bounded series
+    # (10,000 samples each) still grow over a run this short, a few MiB in all.
+    warm = [s for s in samples if s[0] >= WARMUP_S]
+    third = max(1, len(warm) // 3)
+    early, late = warm[:third], warm[-third:]
+    own_growth = max(s[1] for s in late) - max(s[1] for s in early) if warm else 0
+    gateway_growth = max(s[2] for s in late) - max(s[2] for s in early) if warm else 0
+    model = stats['models'][full_model_id(MODEL)]
+    fault_matrix.record(FaultRow(
+        area='load', case=f'{LOOPS} client loops for {RUN_S:g} s',
+        outcome=f"{total['played']} chunks played in observation order, every step once; "
+        f"{total['lost']} lost, {total['breaks']} sequence breaks; {total['unplayed']} "
+        f'skipped, all reported stale; peak RSS growth after warm-up {own_growth} KiB here, '
+        f'{gateway_growth} KiB in the gateway (bound {MEMORY_BOUND_KIB} KiB)',
+        sockets=(sockets, sockets_after), threads=(threads, threads_after),
+        extra={**total, 'gateway_answered': answered_by_gateway(stats),
+               'connections': stats['connections'], 'max_queued': model['max_queued'],
+               'rss_kib_range_after_warmup': [min(s[1] for s in warm), max(s[1] for s in warm)]
+               if warm else None,
+               'gateway_rss_kib_range_after_warmup': [min(s[2] for s in warm),
+                                                      max(s[2] for s in warm)] if warm else None,
+               'gateway_sockets': [gateway_sockets, gateway_sockets_after],
+               'engine_warnings': warned, 'time_scale': TIME_SCALE,
+               'moving_fraction_min': min(
+                   (loop.outcome.moving_fraction for loop in loops if loop.outcome),
+                   default=None)}))
+
+    assert [loop.error for loop in loops if loop.error] == []
+    assert all(loop.outcome.reason == 'validate' for loop in loops), 'each ran to its deadline'
+    for loop in loops:
+        assert loop.order.breaks() == dict.fromkeys(loop.order.breaks(), 0), loop.number
+        assert len(loop.order.played) >= 3, f'loop {loop.number} barely ran'
+        assert loop.outcome.requests == loop.requested
+    # Every request sent was answered or failed; with no fault injected, none failed; every
+    # answer the gateway gave reached its loop; every answer not played was reported stale
+    # (the rest landed after the loop stopped, and were dropped, never played).
+    assert total['lost'] == 0 and total['failed'] == 0
+    assert total['requested'] - total['sent'] <= 2 * LOOPS, 'only the stop cancels a request'
+    assert total['answered'] == answered_by_gateway(stats)
+    assert total['unplayed'] <= total['stale']
+    assert len(warm) >= 10, 'memory was sampled through the run'
+    assert own_growth < MEMORY_BOUND_KIB and gateway_growth < MEMORY_BOUND_KIB
+    assert sockets_after <= sockets and threads_after <= threads
+    assert gateway_sockets_after <= gateway_sockets, 'the gateway closed every connection'
+
+
+def test_32_loops_ride_through_a_gateway_crash_and_reconnect_without_leaks(fault_matrix):
+    with stamping_gateway('--concurrency', '64') as gateway:
+        sockets, threads = open_sockets(), thread_count()
+        crashed: list[float] = []
+
+        def crash(start_at: float) -> None:
+            time.sleep(max(0.0, start_at + RESTART_RUN_S / 3 - time.monotonic()))
+            gateway.kill()  # SIGKILL, as a crash: every kept-alive connection dies
+            crashed.append(time.monotonic())
+            gateway.start()  # the same port: the clients must reconnect on their own
+
+        loops, _ = run_loops(gateway.base_url, RESTART_RUN_S, crash, retries=8,
+                             retry_backoff_s=0.25)
+        stats = gateway.stats()  # since the restart
+        sockets_after = settled(open_sockets, sockets)
+        threads_after = settled(thread_count, threads)
+    total = tally(loops)
+    restarted_at = crashed[0] if crashed else float('inf')
+    after_crash = [loop for loop in loops if any(
+        loop.policy.answered_at[s] > restarted_at for s in loop.order.played)]
+    fault_matrix.record(FaultRow(
+        area='load', case=f'{LOOPS} client loops, gateway killed and restarted mid-run',
+        outcome=f"every loop rode through: {total['failed']} requests failed and were retried, "
+        f"{total['lost']} lost, {total['breaks']} sequence breaks; "
+        f'{len(after_crash)}/{LOOPS} loops played chunks answered after the restart',
+        sockets=(sockets, sockets_after), threads=(threads, threads_after),
+        extra={**total, 'connections_after_restart': stats['connections'],
+               'answered_after_restart': answered_by_gateway(stats)}))
+
+    assert crashed, 'the gateway was killed mid-run'
+    assert [loop.error for loop in loops if loop.error] == []
+    for loop in loops:
+        assert loop.order.breaks() == dict.fromkeys(loop.order.breaks(), 0), loop.number
+    assert total['lost'] == 0 and total['failed'] >= 1
+    assert total['unplayed'] <= total['stale']
+    assert len(after_crash) == LOOPS, 'every loop reconnected and played new chunks'
+    assert 1 <= stats['connections'] <= 2 * LOOPS, 'at most two connections per Policy'
+    assert sockets_after <= sockets and threads_after <= threads
+
+
+def test_the_order_check_sees_every_kind_of_break():
+    def stamp(loop, seq, step):
+        return [0.0, float(loop * LOOP_UNIT + seq * SEQ_UNIT + step)]
+
+    def check(*actions, loop=1):
+        order = Order(loop, lengths=dict.fromkeys(range(10), 3))
+        for action in actions:
+            order.act(stamp(*action))
+        return {kind: n for kind, n in order.breaks().items() if n}
+
+    assert check((1, 0, 0), (1, 0, 1), (1, 0, 2), (1, 2, 0), (1, 2, 1)) == {}
+    assert check((2, 0, 0)) == {'foreign': 1}
+    assert check((1, 3, 0), (1, 3, 1), (1, 3, 2), (1, 2, 0)) == {'backwards': 1}
+    assert check((1, 0, 0), (1, 0, 1), (1, 0, 1), (1, 0, 2)) == {'repeated': 1}
+    assert check((1, 0, 0), (1, 0, 2)) == {'skipped_steps': 1}
+    assert check((1, 0, 0), (1, 0, 1), (1, 1, 0)) == {'cut_short': 1}
+    assert check((1, 0, 0), (1, 0, 1), (1, 0, 2), (1, 1, 1)) == {'late_entry': 1}
