@@ -31,6 +31,7 @@ from reliability import open_sockets, thread_count
 from sensor_msgs.msg import CompressedImage, Image, JointState
 from sequence_ai_ros import arm_model
 from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.service_calls import call_service, change_state
 from sequence_ai_ros.sim.render import SceneRenderer
 from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
@@ -271,34 +272,11 @@ class Robot:
             return list(self.commands)
 
     def call(self, client, request, timeout=10.0):
-        if not client.service_is_ready():
-            if not client.wait_for_service(timeout_sec=timeout):
-                raise TimeoutError(f'{client.srv_name} not available')
-            time.sleep(0.3)  # let the reply reader match too
-        future = client.call_async(request)
-        deadline = time.monotonic() + timeout
-        while not future.done():
-            if time.monotonic() > deadline:
-                raise TimeoutError(f'{client.srv_name} did not answer')
-            time.sleep(0.01)
-        return future.result()
+        return call_service(client, request, timeout)
 
     def transition(self, transition_id, timeout=20.0):
-        """
-        Change the node's lifecycle state and return whether it took.
-
-        If the answer is lost (a DDS service can drop the reply of a request sent before its
-        reply reader matched), read the state to learn the result.
-        """
-        request = ChangeState.Request()
-        request.transition = Transition(id=transition_id)
-        try:
-            return self.call(self.change_client, request, timeout).success
-        except TimeoutError:
-            goal = {Transition.TRANSITION_CONFIGURE: 'inactive',
-                    Transition.TRANSITION_ACTIVATE: 'active',
-                    Transition.TRANSITION_DEACTIVATE: 'inactive'}.get(transition_id)
-            return self.state() == goal
+        """Change the node's lifecycle state and return whether it took (lost replies too)."""
+        return change_state(self.change_client, self.state_client, transition_id, timeout)
 
     def configure(self):
         return self.transition(Transition.TRANSITION_CONFIGURE)

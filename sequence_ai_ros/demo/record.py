@@ -7,12 +7,12 @@ import time
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
-from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
+from sequence_ai_ros.service_calls import change_state, lifecycle_state
 from sequence_ai_ros.sim.arm import JOINT_NAMES
 from std_msgs.msg import Float64, String
 from trajectory_msgs.msg import JointTrajectory
@@ -24,7 +24,6 @@ RELIABLE = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 COMMAND_TOPIC = 'joint_trajectory_controller/joint_trajectory'
 NODE = 'policy_node'
 SIM = 'sim_arm'
-_GOALS = {Transition.TRANSITION_CONFIGURE: 'inactive', Transition.TRANSITION_ACTIVATE: 'active'}
 
 
 class RosSide:
@@ -91,37 +90,15 @@ class Recorder:
 
     def wait_for_node(self, timeout_s: float) -> bool:
         """Wait until the policy node's lifecycle services answer requests."""
-        if not self._change.wait_for_service(timeout_sec=timeout_s):
-            return False
-        # The service shows up before its reply reader has matched ours: a request sent at
-        # once can lose its answer.
-        time.sleep(0.3)
-        return True
+        return lifecycle_state(self._get, timeout_s) != ''
 
     def transition(self, transition_id: int, timeout_s: float) -> bool:
         """Request a lifecycle transition; a lost answer is recovered by reading the state."""
-        request = ChangeState.Request()
-        request.transition = Transition(id=transition_id)
-        try:
-            return bool(self._call(self._change, request, timeout_s).success)
-        except TimeoutError:
-            return self.state(5.0) == _GOALS.get(transition_id)
+        return change_state(self._change, self._get, transition_id, timeout_s)
 
     def state(self, timeout_s: float) -> str:
         """Return the policy node's lifecycle state label, or '' if it does not answer."""
-        try:
-            return str(self._call(self._get, GetState.Request(), timeout_s).current_state.label)
-        except TimeoutError:
-            return ''
-
-    def _call(self, client: Any, request: Any, timeout_s: float) -> Any:
-        future = client.call_async(request)
-        deadline = time.monotonic() + timeout_s
-        while not future.done():
-            if time.monotonic() > deadline:
-                raise TimeoutError(f'{client.srv_name} did not answer')
-            time.sleep(0.01)
-        return future.result()
+        return lifecycle_state(self._get, timeout_s)
 
     # -- what the loop publishes -------------------------------------------------------------
 
