@@ -357,7 +357,7 @@ def test_node_logs_diagnostics_outcome_and_parameters_carry_no_key(secrets_gatew
         assert outcome is not None and outcome['outcome'] == 'error', outcome
         assert wait_until(lambda: any('refused' in s.message.lower() or 'key' in
                                       s.message.lower() for _, s in robot.diagnostics), 10)
-        names = [p for p in node_parameters()] + ['api_key_file', 'base_url']
+        names = [*node_parameters(), 'api_key_file', 'base_url']
         parameters = {name: robot.get_parameter(name) for name in names}  # messages' reprs
     finally:
         robot.close()
