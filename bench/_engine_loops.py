@@ -8,6 +8,10 @@ aligned    this project's Policy.run(join='aligned')
 
 Every loop gets the same arm, the same number of actions and validate=lambda a: True; each
 observe() is one request in every loop, so requests are counted the same way for all four.
+
+`simulate_published` and `simulate_ours` run the published client's loop (a model of it) and
+this project's engine on a simulated clock with the gateway's own latency sampler: what the
+loops do with no machine in the way (no late ticks, no scheduling), over many seeds.
 """
 
 from collections.abc import Callable
@@ -16,14 +20,18 @@ import time
 from typing import Any
 import warnings
 
-from _engine_world import Arm, Trace
+from _engine_world import ABSOLUTE_SPACES, Arm, SimulatedArm, Trace
 import httpx
 import sequence_ai
 from sequence_ai_ros.client.config import full_model_id
+from sequence_ai_ros.client.engine import ChunkEngine, EngineStats
 from sequence_ai_ros.client.outcome import RunOutcome
 from sequence_ai_ros.client.policy import Policy
+from sequence_ai_ros.client.stream import ActionStream
 from sequence_ai_ros.client.transport import Transport
 from sequence_ai_ros.client.types import Observation, Prediction
+from sequence_ai_ros.gateway.catalogue import ModelProfile
+from sequence_ai_ros.gateway.latency import LatencySampler
 
 LOOPS = ('naive', 'published', 'append', 'aligned')
 
@@ -52,6 +60,8 @@ class RunRecord:
     # The loop's own account of the time it had no action to give (wall s): ours and the
     # published client's RunOutcome.underrun_s; the naive loop's is every request but the first.
     own_underrun_s: float | None = None
+    # Ours: the engine's counters (how chunks were joined, the largest join delay).
+    engine: EngineStats | None = None
 
 
 def _always_safe(action: list[float]) -> bool:
@@ -122,6 +132,11 @@ class _TracedPolicy(Policy):
         super().__init__(transport, model)
         self.captures = captures
         self.answered: dict[str, float] = {}
+        self.stream: ActionStream | None = None
+
+    def new_stream(self, **kwargs: Any) -> ActionStream:
+        self.stream = super().new_stream(**kwargs)
+        return self.stream
 
     def send(self, observation: Observation, options: dict[str, Any]) -> Prediction:
         prediction = super().send(observation, options)
@@ -156,6 +171,7 @@ def run_ours(spec: RunSpec, trace: Trace, join: str) -> RunRecord:
                                     validate=_always_safe, on_chunk=on_chunk, join=join,
                                     max_inflight=spec.max_inflight)
     record.own_underrun_s = record.outcome.underrun_s
+    record.engine = policy.stream.engine.stats if policy.stream is not None else None
     return record
 
 
@@ -175,3 +191,132 @@ def run_loop(loop: str, spec: RunSpec) -> RunRecord:
         record = RUNNERS[loop](spec, trace)
     record.warnings = sorted({str(w.message) for w in caught})
     return record
+
+
+# -- the same loops on a simulated clock -----------------------------------------------------
+
+@dataclass
+class SimRun:
+    """What one simulated run did, in model seconds."""
+
+    period: float
+    actions: int = 0
+    stall_s: float = 0.0
+    requests: int = 0
+    seam: float | None = None
+    _last: list[float] | None = None
+    _last_chunk: int = -1
+
+    def act(self, arm: SimulatedArm, values: list[float], chunk: int) -> None:
+        """Execute one action and measure the seam as Trace does (joints only)."""
+        joints = values[:arm.q.size]
+        if chunk != self._last_chunk and self._last is not None and \
+                arm.profile.action_space in ABSOLUTE_SPACES:
+            jump = max(abs(a - b) for a, b in zip(joints, self._last, strict=True))
+            self.seam = jump if self.seam is None else max(self.seam, jump)
+        self._last, self._last_chunk = joints, chunk
+        arm.apply(values)
+        self.actions += 1
+
+    @property
+    def moving(self) -> float:
+        """Return commanded time over commanded plus stalled time."""
+        commanded = self.actions * self.period
+        return commanded / (commanded + self.stall_s)
+
+    @property
+    def requests_per_arm_s(self) -> float:
+        """Return the requests per second of commanded motion."""
+        return self.requests / (self.actions * self.period)
+
+
+def _sampler(profile: ModelProfile, scenario: str, seed: int, chunks: int,
+             clock: Callable[[], float]) -> LatencySampler:
+    # `step` doubles the latency about halfway through, as the live runs place it.
+    half = profile.latency_median_s + chunks / 2 * max(profile.covers_seconds,
+                                                       profile.latency_median_s)
+    return LatencySampler(scenario, 1.0, step_after_s=half, seed=seed, clock=clock)
+
+
+def simulate_published(profile: ModelProfile, scenario: str, seed: int, chunks: int,
+                       world: str = 'circle') -> SimRun:
+    """
+    Model the published client's run(): one request in flight, refill from the worker.
+
+    As its code reads: the prefetch starts when the buffer's time is at most the EMA of the
+    latency (0.3 new) x 1.25 + one period; a chunk is taken (replacing the empty buffer) only
+    once the buffer is empty, and waiting for it then is an underrun.
+    """
+    now = [0.0]
+    arm = SimulatedArm(profile, seed, world)
+    sampler = _sampler(profile, scenario, seed, chunks, lambda: now[0])
+    period = 1.0 / profile.control_hz
+    run = SimRun(period)
+    total = chunks * profile.action_horizon
+    chunk = arm.plan(0.0)
+    latency = sampler.sample(profile)
+    run.requests, now[0], ema = 1, latency, latency
+    buffer, number = list(chunk.steps), 0
+    inflight: tuple[float, float, list[list[float]]] | None = None  # (arrival, capture, steps)
+    noted = False
+    while run.actions < total:
+        if inflight is not None and not noted and inflight[0] <= now[0]:
+            ema, noted = 0.7 * ema + 0.3 * (inflight[0] - inflight[1]), True
+        if not buffer and inflight is not None:
+            arrival, capture, steps = inflight
+            if arrival > now[0]:
+                run.stall_s += arrival - now[0]
+                now[0] = arrival
+            if not noted:
+                ema = 0.7 * ema + 0.3 * (arrival - capture)
+            buffer, number, inflight = list(steps), number + 1, None
+        if inflight is None and run.actions + len(buffer) < total and \
+                len(buffer) * period <= ema * 1.25 + period:
+            planned = arm.plan(now[0]).steps
+            inflight, noted = (now[0] + sampler.sample(profile), now[0], planned), False
+            run.requests += 1
+        run.act(arm, buffer.pop(0), number)
+        now[0] += period
+    return run
+
+
+def simulate_ours(profile: ModelProfile, scenario: str, seed: int, chunks: int, join: str,
+                  max_inflight: int, world: str = 'circle') -> SimRun:
+    """Drive this project's ChunkEngine as run() does, on a simulated clock."""
+    now = [0.0]
+    arm = SimulatedArm(profile, seed, world)
+    sampler = _sampler(profile, scenario, seed, chunks, lambda: now[0])
+    period = 1.0 / profile.control_hz
+    run = SimRun(period)
+    total = chunks * profile.action_horizon
+    engine = ChunkEngine(join=join, max_inflight=max_inflight, warn=False)
+    pending: dict[int, tuple[float, object]] = {}
+
+    def start() -> None:
+        ticket = engine.request_started(now[0])
+        pending[ticket] = (now[0] + sampler.sample(profile), arm.plan(now[0]))
+        run.requests += 1
+
+    def collect() -> None:
+        for ticket in sorted(t for t, (at, _) in pending.items() if at <= now[0]):
+            arrival, chunk = pending.pop(ticket)
+            engine.chunk_arrived(ticket, chunk, arrival)  # type: ignore[arg-type]
+
+    start()
+    now[0] = min(at for at, _ in pending.values())
+    while engine.stats.actions < total:
+        collect()
+        if engine.stats.actions + engine.committed_steps() < total and \
+                engine.should_request(now[0]):
+            start()
+        step = engine.next_action(now[0])
+        if step is None:  # run()'s refill: wait for a request in flight, or make one
+            if not pending:
+                start()
+            now[0] = max(now[0], min(at for at, _ in pending.values()))
+            continue
+        run.act(arm, step.values, step.chunk)
+        now[0] += period
+    engine.close_underrun(now[0])
+    run.stall_s = engine.stats.underrun_s
+    return run

@@ -6,7 +6,8 @@ observations carry where the arm really is; the target moves on a fixed schedule
 ellipse, or hopping between corners) so the arm keeps moving and seams measure motion, not
 noise. `Trace` records, with
 one clock for every loop, when each observation was taken and each action executed, and which
-chunk (hence which observation) each action came from.
+chunk (hence which observation) each action came from. `SimulatedArm` is the same arm and
+planner on a simulated clock, for the runs that leave the machine out.
 """
 
 from dataclasses import dataclass, field
@@ -15,7 +16,10 @@ import time
 import numpy as np
 import sequence_ai
 from sequence_ai_ros import arm_model
-from sequence_ai_ros.client.types import ImageFrame, Observation, Proprioception
+from sequence_ai_ros.client.types import ActionChunk, ImageFrame, Observation, Proprioception
+from sequence_ai_ros.gateway.catalogue import ModelProfile
+from sequence_ai_ros.gateway.reference_policy import chunk_noise, INTEGRATING_SPACES, plan_reach
+from sequence_ai_ros.gateway.spaces import to_action_space
 from sequence_ai_ros.node.images import encode_raw_image
 from sequence_ai_ros.sim.render import SceneRenderer
 
@@ -146,3 +150,50 @@ class Trace:
         """Seconds without a command at each gap longer than STALL_PERIODS periods."""
         gaps = np.diff(np.asarray(self.acted))
         return [float(g - self.period_s) for g in gaps if g > STALL_PERIODS * self.period_s]
+
+
+class SimulatedArm:
+    """
+    The arm and the reference policy on one simulated clock (model seconds), no HTTP at all.
+
+    A chunk is what the gateway's reference policy plans from the arm's state and the target
+    at the moment of the observation (its own planner, bypassing only the camera image), so
+    seams compare with the live runs'.
+    """
+
+    def __init__(self, profile: ModelProfile, seed: int, world: str = 'circle') -> None:
+        self.profile = profile
+        self.q = arm_model.HOME.copy()
+        self.gripper = 0.0
+        self.rng = np.random.default_rng(seed)
+        self.positions, self.dwell = targets(world)
+
+    def plan(self, now: float) -> ActionChunk:
+        """Return the chunk the reference policy plans from an observation taken at `now`."""
+        profile = self.profile
+        steps = profile.action_horizon
+        x, y = self.positions[int(now / self.dwell) % len(self.positions)]
+        goal = np.array([x, y, arm_model.HOVER_Z])
+        integrating = profile.action_space in INTEGRATING_SPACES
+        planned, grip = plan_reach(self.q, self.gripper, goal, steps, 1.0 / profile.control_hz,
+                                   integrating)
+        planned[1:] = arm_model.clamp_to_limits(
+            planned[1:] + chunk_noise(self.rng, steps, self.q.size))
+        rows = to_action_space(profile.action_space, planned, grip, profile.control_hz)
+        return ActionChunk(steps=[[float(v) for v in row] for row in rows], robot=profile.robot,
+                           action_space=profile.action_space, action_dim=len(rows[0]),
+                           control_frequency_hz=profile.control_hz,
+                           covers_seconds=steps / profile.control_hz)
+
+    def apply(self, values: list[float]) -> None:
+        """Execute one action (one control period of model time)."""
+        joints = np.asarray(values[:self.q.size], dtype=float)
+        if self.profile.action_space in ABSOLUTE_SPACES:
+            self.q = joints
+        elif self.profile.action_space == 'joint_delta':
+            self.q = self.q + joints
+        else:
+            self.q = self.q + joints / self.profile.control_hz
+        self.q = arm_model.clamp_to_limits(self.q)
+        if len(values) > self.q.size:
+            self.gripper = float(values[self.q.size])

@@ -4,14 +4,17 @@ Issue #4's benchmark: the chunk engine against the published client, side by sid
 Run: .venv/bin/python bench/bench_engine.py [--quick] [--profiles NAME ...]
      [--scenarios steady heavy_tail step fast] [--loops naive published append aligned]
      [--world circle|hops] [--chunks N] [--time-scale S] [--no-write | --write]
+     [--markdown PATH] [--simulate SEEDS]
 
 Four loops drive a kinematic arm through the local gateway (a real HTTP server, time-scaled),
 one after another so they never disturb each other: a naive refill-when-empty loop, the
 published sequence_ai 0.1.0 client's run() as shipped, and this project's run() in append and
 time-aligned modes. Every catalogue profile meets every latency scenario; one gateway process
 serves each scenario, except `step`, which gets a fresh gateway per run so that the latency
-doubles when about half of that run's actions are done. The full run writes its section of
-bench/RESULTS.md (a subset or --quick run only prints, unless --write).
+doubles when about half of that run's actions are done. Then the same engine, and a model of
+the published client's loop, run on a simulated clock over several seeds: the loops without
+the machine (no late ticks), to tell the engine's misses from the measurement's. The full run
+writes its section of bench/RESULTS.md (a subset or --quick run only prints, unless --write).
 """
 
 import argparse
@@ -24,13 +27,23 @@ HERE = Path(__file__).resolve().parent
 # Runnable from a fresh clone without `pip install -e .`.
 sys.path.insert(0, str(HERE.parent))
 
-from _engine_loops import LOOPS, run_loop, RunSpec  # noqa: E402
+from _engine_loops import (  # noqa: E402
+    LOOPS,
+    run_loop,
+    RunSpec,
+    SimRun,
+    simulate_ours,
+    simulate_published,
+)
 from _engine_report import (  # noqa: E402
     comparisons,
     definitions,
     measure,
     Row,
     scenario_p99,
+    SECTION,
+    SIM_LOOPS,
+    simulated_table,
     table,
     targets,
     write_section,
@@ -44,6 +57,7 @@ from sequence_ai_ros.gateway.process import GatewayProcess  # noqa: E402
 DEFAULT_SCALE = 0.2
 DEFAULT_CHUNKS = 20
 QUICK_CHUNKS = 6
+SIM_SEEDS = 8
 KEY = 'seq_bench_engine'
 RESULTS = HERE / 'RESULTS.md'
 
@@ -129,6 +143,8 @@ class Bench:
             extra += f' (own account {100 * row.own_moving:.1f}%)'
         if row.stale is not None:
             extra += f' stale {row.stale}'
+        if row.joins:
+            extra += f' joins: {row.joins}'
         if row.step_fraction is not None:
             extra += f' step at {100 * row.step_fraction:.0f}%'
         seam = '-' if row.seam is None else f'{row.seam:.3f}'
@@ -162,6 +178,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         'changes every 3 model s)')
     parser.add_argument('--seed', type=int, default=0, help="the gateway's seed")
     parser.add_argument('--results', type=Path, default=RESULTS, help='RESULTS.md to update')
+    parser.add_argument('--simulate', type=int, default=None, metavar='SEEDS',
+                        help=f'simulated-clock runs per profile, scenario and loop (default '
+                        f'{SIM_SEEDS}; --quick 2; 0 skips them)')
+    parser.add_argument('--markdown', type=Path, default=None,
+                        help='also write the section (as it would go into RESULTS.md) here')
     write = parser.add_mutually_exclusive_group()
     write.add_argument('--write', action='store_true', default=None,
                        help='update RESULTS.md even for a subset or --quick run')
@@ -170,7 +191,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.chunks is None:
         args.chunks = QUICK_CHUNKS if args.quick else DEFAULT_CHUNKS
+    if args.simulate is None:
+        args.simulate = 2 if args.quick else SIM_SEEDS
     full = (not args.quick and args.chunks == DEFAULT_CHUNKS and args.world == 'circle'
+            and args.simulate == SIM_SEEDS
             and len(args.profiles) == 4
             and len(args.scenarios) == len(SCENARIOS) and len(args.loops) == len(LOOPS))
     if args.write is None:
@@ -180,6 +204,27 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args.scenarios = [s for s in SCENARIOS if s in args.scenarios]
     args.loops = [loop for loop in LOOPS if loop in args.loops]
     return args
+
+
+def simulate(args: argparse.Namespace,
+             profiles: list[ModelProfile]) -> dict[tuple[str, str, str], list[SimRun]]:
+    """Run every loop on the simulated clock, `args.simulate` seeds each."""
+    runs: dict[tuple[str, str, str], list[SimRun]] = {}
+    for profile in profiles:
+        for scenario in args.scenarios:
+            for loop in SIM_LOOPS:
+                runs[(profile.name, scenario, loop)] = [
+                    simulate_published(profile, scenario, seed, args.chunks, args.world)
+                    if loop == 'published' else
+                    simulate_ours(profile, scenario, seed, args.chunks, loop, args.max_inflight,
+                                  args.world)
+                    for seed in range(args.simulate)]
+            moving = ', '.join(
+                f'{loop} {100 * min(r.moving for r in runs[(profile.name, scenario, loop)]):.1f}%'
+                for loop in SIM_LOOPS)
+            print(f'simulated {profile.name:26} {scenario:10} worst moving: {moving}',
+                  flush=True)
+    return runs
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -194,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
           'loops', flush=True)
     bench = Bench(args, profiles)
     bench.run_all()
+    simulated = simulate(args, profiles) if args.simulate > 0 else {}
     order = {(p, s, lp): i for i, (p, s, lp) in enumerate(
         (p, s, lp) for p in args.profiles for s in args.scenarios for lp in args.loops)}
     rows = sorted(bench.rows, key=lambda r: order[(r.profile, r.scenario, r.loop)])
@@ -219,7 +265,9 @@ def main(argv: list[str] | None = None) -> int:
         f'figures below are in model seconds). Target motion: {args.world}. The gateway '
         f'runs on the same machine at nice {GATEWAY_NICE}; the loops run one after another. '
         f'Runtime: {runtime / 60:.1f} min.',
-        definitions(args.time_scale, args.chunks, args.max_inflight),
+        definitions(args.time_scale, args.chunks, args.max_inflight,
+                    (min(args.time_scale / p.control_hz for p in profiles),
+                     max(args.time_scale / p.control_hz for p in profiles))),
         table(rows),
         '### Comparisons (same run)\n\n' + '\n'.join(comparisons(rows, chunk_s)),
         "### Issue #4 targets\n\nThe latency p99 of each scenario's distribution (sampled "
@@ -230,8 +278,21 @@ def main(argv: list[str] | None = None) -> int:
         + '\n'.join(p99_lines) + '\n\n' + '\n'.join(targets(rows, chunk_s, p99)),
         '### Warnings the runs raised (recorded, not printed)\n\n'
         + ('\n'.join(notes) if notes else 'None.'),
-    ])
+    ] + ([
+        '### The same loops on a simulated clock\n\n'
+        f'{args.simulate} runs per row, {args.chunks} chunks each, seeds 0-{args.simulate - 1} '
+        "of the gateway's own latency sampler; the reference policy plans every chunk from "
+        'the arm and target at the observation, as the live gateway does; ticks come exactly '
+        'on time, so **moving** here is starvation only (the own-account figure, no late '
+        "ticks). **published model**: its run()'s logic as its code reads (one request in "
+        'flight, prefetch when the buffer is at most the latency EMA x 1.25 + one period, the '
+        'next chunk taken once the buffer is empty), not the package itself. Ours: the real '
+        f'ChunkEngine, max_inflight={args.max_inflight}.\n\n' + simulated_table(simulated),
+    ] if simulated else []))
     print('\n' + body)
+    if args.markdown is not None:
+        args.markdown.write_text(f'{SECTION}\n\n{body.strip()}\n', encoding='utf-8')
+        print(f'\nwrote {args.markdown}')
     if args.write:
         write_section(args.results, body)
         print(f'\nwrote {args.results}')

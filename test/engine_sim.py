@@ -27,13 +27,19 @@ class SimResult:
 def simulate(engine: ChunkEngine, *, steps: int, hz: float, ticks: int,
              latency: Callable[[int, float], float], space: str = 'joint_position',
              fail: Callable[[int], bool] | None = None,
-             chunk_factory: Callable[..., ActionChunk] = make_chunk) -> SimResult:
-    """Tick the engine `ticks` times at `hz`; request k takes latency(k, start_time) seconds."""
+             chunk_factory: Callable[..., ActionChunk] = make_chunk,
+             late: Callable[[int], float] | None = None) -> SimResult:
+    """
+    Tick the engine `ticks` times at `hz`; request k takes latency(k, start_time) seconds.
+
+    `late(k)` delays tick k by that many periods; the next tick keeps its own deadline, as
+    run()'s drift-free loop does.
+    """
     period = 1.0 / hz
     result = SimResult()
     pending: dict[int, float] = {}  # ticket -> arrival time
     for tick in range(ticks):
-        now = tick * period
+        now = (tick + (late(tick) if late is not None else 0.0)) * period
         for ticket in sorted(t for t, at in pending.items() if at <= now):
             del pending[ticket]
             if fail is not None and fail(ticket):

@@ -7,6 +7,7 @@ from engine_sim import make_chunk, simulate
 import pytest
 from sequence_ai_ros.client.engine import blend_weight, ChunkEngine
 from sequence_ai_ros.client.latency import LatencyWindow, quantile
+from sequence_ai_ros.client.types import ActionChunk
 
 
 def check_invariants(result, engine):
@@ -25,6 +26,7 @@ def check_invariants(result, engine):
     assert stats.actions + result.starved_ticks == len(result.tick_times)
     assert stats.requests == stats.chunks + stats.stale_chunks + stats.failed_requests + \
         engine.inflight + engine.parked
+    assert stats.planned_steps == stats.actions + stats.dropped_steps + engine.buffered
 
 
 def steady(latency):
@@ -86,16 +88,43 @@ def test_aligned_first_chunk_plays_from_step_zero():
     assert engine.stats.dropped_steps == 0
 
 
-def test_aligned_falls_back_to_append_while_latency_exceeds_what_it_can_cover():
-    # pi05-droid: 1.0 s chunks, 0.79 s latency: L > kC/(k+1) for k = 2.
+def test_aligned_delays_joins_while_latency_exceeds_what_it_can_cover():
+    # pi05-droid: 1.0 s chunks, 0.79 s latency: L > kC/(k+1) for k = 2, but L < C.
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         engine = ChunkEngine(join='aligned', max_inflight=2)
         result = simulate(engine, steps=15, hz=15, ticks=600, latency=steady(0.79))
     check_invariants(result, engine)
-    assert engine.active_join == 'append'
+    assert engine.active_join == 'aligned'
+    delay = engine.aligned_delay()
+    assert 0 < delay < engine.lead_time()  # fresher than appending, which plays a lead behind
     assert len(result.played) / 600 > 0.95
+    assert 'behind their capture' in engine.warnings[0]
+    # Once the window has its tail (the prior appends at first), no action is older than
+    # the chunk plus the delay; appending would play some a whole lead older.
+    ages = list(engine.stats.obs_ages)[-150:]
+    assert max(ages) < 1.0 + delay + 0.1
+
+
+def test_aligned_appends_whole_chunks_once_latency_reaches_the_chunk():
+    # lingbot-vla-v2-6b: 0.5 s chunks, 0.79 s latency: every chunk would land in the past.
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        engine = ChunkEngine(join='aligned', max_inflight=2)
+        result = simulate(engine, steps=15, hz=30, ticks=900, latency=steady(0.79))
+    check_invariants(result, engine)
+    assert engine.active_join == 'append'
+    assert len(result.played) / 900 > 0.95
     assert 'appended whole' in engine.warnings[0]
+
+
+def test_aligned_decides_its_join_from_the_first_sample():
+    # Before the fix it joined time-aligned until five samples were in and starved meanwhile.
+    engine = ChunkEngine(join='aligned', max_inflight=3, warn=False)
+    result = simulate(engine, steps=15, hz=30, ticks=300, latency=steady(0.79))
+    check_invariants(result, engine)
+    assert engine.stats.underruns <= 1  # the first boundary, before any prefetch could land
+    assert engine.stats.dropped_steps == 0
 
 
 def test_aligned_with_one_inflight_warns_when_chunk_below_twice_latency():
@@ -148,6 +177,48 @@ def test_aligned_chunk_wholly_in_the_past_does_not_empty_the_plan():
     engine.chunk_arrived(late, make_chunk(late, 5, 15), 1.0)  # steps due 0.2..0.47: all past
     assert engine.buffered > 0
     assert engine.next_action(1.0).chunk == first
+
+
+def test_aligned_joins_an_absolute_plan_at_the_step_nearest_the_arm():
+    # The arm stands still (the first plan settled); the next plan moves off from where it
+    # was captured. Its time-aligned step is 0.4 s of motion ahead of the arm: a jump.
+    def settle_then_move(ticket, steps, hz, space):
+        rows = [[0.0]] * steps if ticket == 0 else [[0.1 * i] for i in range(steps)]
+        return ActionChunk(steps=rows, robot='droid', action_space=space, action_dim=1,
+                           control_frequency_hz=hz, covers_seconds=steps / hz)
+    # A velocity plan is no path: it joins at its time.
+    for space, first_index, nearest in (('joint_position', 0, 1), ('joint_velocity', 6, 0)):
+        engine = ChunkEngine(join='aligned', max_inflight=2, warn=False)
+        result = simulate(engine, steps=30, hz=15, ticks=40, space=space,
+                          latency=steady(0.4), chunk_factory=settle_then_move)
+        check_invariants(result, engine)
+        second = [s for s in result.played if s.chunk == 1]
+        assert second[0].index == first_index
+        assert engine.stats.joins.get('nearest', 0) == nearest
+
+
+def test_late_ticks_do_not_drain_an_aligned_plan():
+    # Every third tick comes 0.7 period late and the next one on its deadline again (run()'s
+    # drift-free loop). Dropping the late step as well as catching up played the plan one step
+    # ahead each time, and it ran dry before the next chunk was due.
+    engine = ChunkEngine(join='aligned', max_inflight=2, warn=False)
+    result = simulate(engine, steps=15, hz=15, ticks=600, latency=steady(0.5),
+                      late=lambda tick: 0.7 if tick % 3 == 0 else 0.0)
+    check_invariants(result, engine)
+    assert engine.stats.underruns == 0  # 24 when late ticks dropped steps too
+
+
+def test_aligned_counts_only_the_steps_a_pending_chunk_adds():
+    engine = ChunkEngine(join='aligned', max_inflight=2, warn=False)
+    first = engine.request_started(0.0)
+    engine.chunk_arrived(first, make_chunk(first, 30, 15), 0.2)
+    for tick in range(4, 15):
+        engine.next_action(tick / 15)
+    pending = engine.request_started(1.0)
+    assert pending == 1
+    # The plan (from 0.2 s) ends at 2.2 s; the pending chunk will cover until its capture
+    # + 2 s = 3.0 s: 12 steps beyond the plan, not a whole chunk of 30.
+    assert engine.committed_steps() == engine.buffered + 12
 
 
 def test_failed_requests_are_counted_and_plan_continues():

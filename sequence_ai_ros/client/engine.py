@@ -9,13 +9,24 @@ Join modes (DESIGN.md has the arithmetic):
 - 'append': a new chunk plays after the current one, every step (the seed's behaviour). Each
   request yields a whole chunk of motion, so k requests in flight keep up with latency < k*C.
 - 'aligned': step i belongs to capture time + i/hz; on arrival the steps whose time has passed
-  are dropped and the new plan takes over at once. Fresher, smaller seams; a request yields
-  only C - L of motion.
+  are dropped and the new plan takes over. Fresher, smaller seams; a request yields only
+  C - L of motion, so k requests keep up while L <= k*C/(k+1). Beyond that, up to L < C, the
+  join is delayed by the least that lets them keep up (aligned_delay); from L >= C on chunks
+  are appended whole. On absolute spaces the join may start a few steps earlier in the new
+  chunk than its time says, at the step nearest the action it follows (a smaller seam; never
+  less motion than the time-aligned join would have given).
+
+Invariants (test/test_engine_properties.py): every action played is a step the model produced,
+or a blend (smooth_seam, absolute spaces) of it with the action before; the steps of a chunk
+play in index order and chunks in request order; a chunk never plays after a newer one; every
+step joined is played, dropped or still buffered; every request is joined, stale, failed or
+still pending.
 """
 
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+import math
 import warnings
 
 from .latency import LatencyWindow, quantile
@@ -24,8 +35,10 @@ from .types import ActionChunk, is_absolute_space
 JOIN_MODES = ('append', 'aligned')
 BLENDS = ('linear', 'min_jerk')
 SERIES_LIMIT = 10_000
-# A request in flight this many planning latencies is stuck, not just slow: back it up.
-LATE_FACTOR = 2.0
+# A request in flight longer than this many planning latencies (a p99 estimate) is not
+# counted on: a backup starts while a slot is free. At 2 a heavy tail (3-5x the median) was
+# backed up too late to shorten its stall at all; at 1, about 1% of requests are backed up.
+LATE_FACTOR = 1.0
 
 
 def blend_weight(i: int, n: int, blend: str) -> float:
@@ -70,8 +83,17 @@ class EngineStats:
     requests: int = 0
     failed_requests: int = 0
     stale_chunks: int = 0
+    # Steps of every chunk joined; each is later played, dropped (past on arrival, replaced by a
+    # newer plan, late, cleared) or still in the plan.
+    planned_steps: int = 0
     dropped_steps: int = 0
     blended_steps: int = 0
+    # How chunks were joined: 'replaced' (predict), 'started' (nothing was playing),
+    # 'appended' (after the plan), 'aligned' (at its time), 'delayed' (behind its time,
+    # aligned_delay), 'nearest' (also counted above: an absolute plan joined at the step
+    # nearest the last action, before its time), 'past' (wholly in the past, not joined).
+    joins: dict[str, int] = field(default_factory=dict)
+    max_join_delay_s: float = 0.0
     underruns: int = 0
     underrun_s: float = 0.0
     longest_underrun_s: float = 0.0
@@ -123,6 +145,7 @@ class ChunkEngine:
         self._last_chunk = -1
         self._starved_since: float | None = None
         self._finished_underrun: float | None = None
+        self._now: float | None = None  # the latest time the driver gave
 
     # -- what the driver asks -------------------------------------------------------------
 
@@ -158,43 +181,68 @@ class ChunkEngine:
 
     def committed_steps(self) -> int:
         """Count the steps buffered plus those in-flight and parked requests will bring."""
+        if self.active_join == 'aligned' and self._now is not None:
+            # An aligned chunk brings only what lies beyond the plan it replaces; counting a
+            # whole chunk each would stop run() asking for the last chunks it needs.
+            now = self._now
+            beyond = self.covered_until(now) - now - self.buffered_seconds(now)
+            return len(self._plan) + math.floor(beyond / self.period + 1e-9)
         return len(self._plan) + (len(self._inflight) + len(self._parked)) * self._chunk_steps
 
     @property
     def active_join(self) -> str:
         """
-        Return the join in force: 'aligned' only while latency lets aligned joins keep up.
+        Return the join in force: 'aligned' while a chunk can land inside its own horizon.
 
-        A time-aligned chunk yields C - L of motion and k requests overlap, so it keeps up
-        while L <= k*C/(k+1); beyond that (and always once L >= C) every aligned chunk would
-        land mostly in the past, so chunks are appended whole until latency comes back down.
+        Aligned joins keep up while the planning latency L < C, delayed by aligned_delay()
+        when L > k*C/(k+1). From L >= C on, every aligned chunk would land wholly in the past,
+        so chunks are appended whole until latency comes back down. Decided from the first
+        sample on (the window's prior makes it cautious), so a slow model does not begin with
+        joins it cannot sustain.
         """
         if self.join == 'append' or not self._chunk_steps:
             return self.join
         latency = self.latency.planning_latency()
-        if latency is None or len(self.latency) < LatencyWindow.RECENT:
+        if latency is None:
             return 'aligned'
-        k, chunk_s = self.max_inflight, self._chunk_steps * self.period
-        return 'append' if latency > k * chunk_s / (k + 1) else 'aligned'
+        return 'append' if latency >= self._chunk_seconds() else 'aligned'
+
+    def aligned_delay(self) -> float:
+        """
+        Seconds an aligned join plays behind its capture time: 0 while latency allows.
+
+        A request fires when the coverage left is the lead (L + one period) and a chunk
+        delayed by d covers until capture + d + C, so requests start every d + C - lead
+        seconds; k of them in flight keep up while that is at least L / k, hence
+        d = max(0, lead + L/k - C), which is 0 while L <= k*(C - period)/(k+1).
+        """
+        lead = self.lead_time()
+        if lead is None or not self._chunk_steps:
+            return 0.0
+        latency = lead - self.period
+        return max(0.0, lead + latency / self.max_inflight - self._chunk_seconds())
 
     def covered_until(self, now: float) -> float:
         """
         Return the time until which the plan and the requests in flight keep the arm moving.
 
-        A request in flight for more than LATE_FACTOR times the planning latency is stuck:
-        it is not counted, so a backup starts while a slot is free instead of the arm starving
-        behind it. (An ordinary tail is what the planning latency already covers; backing it
-        up too would cost a wasted request each time.)
+        A request in flight for more than LATE_FACTOR times the planning latency is late
+        beyond the tail planned for: it is not counted, so a backup starts while a slot is
+        free instead of the arm starving behind it (the one that lands second is stale).
         """
-        chunk_s = self._chunk_steps * self.period
+        self._now = now
+        chunk_s = self._chunk_seconds()
         latency = self.latency.planning_latency()
         pending = [capture for capture in self._inflight.values()
                    if latency is None or now - capture <= LATE_FACTOR * latency]
-        if self.active_join == 'append':
-            return now + self.buffered_seconds(now) + (len(pending) + len(self._parked)) * chunk_s
         horizon = now + self.buffered_seconds(now)
-        for capture in pending:
-            horizon = max(horizon, capture + chunk_s)
+        if self.active_join == 'append':
+            return horizon + (len(pending) + len(self._parked)) * chunk_s
+        delay = self.aligned_delay()
+        for capture in sorted(pending):
+            # An aligned chunk reaches capture + delay + C, but never extends what is already
+            # covered by more than one chunk (it may land after the plan has run out).
+            horizon = max(horizon, min(capture + delay + chunk_s, horizon + chunk_s))
         return horizon
 
     def lead_time(self) -> float | None:
@@ -204,6 +252,7 @@ class ChunkEngine:
 
     def should_request(self, now: float) -> bool:
         """Decide if a request should start now (the driver then observes and calls started)."""
+        self._now = now
         if len(self._inflight) >= self.max_inflight:
             return False
         if not self._plan and not self._inflight:
@@ -229,7 +278,7 @@ class ChunkEngine:
         """Record that a request ended without a chunk."""
         if self._inflight.pop(ticket, None) is not None:
             self.stats.failed_requests += 1
-        self._release_parked()
+        self._release_parked(self._now)
 
     def chunk_arrived(self, ticket: int, chunk: ActionChunk, now: float, *,
                       server_ms: float | None = None, replace: bool = False) -> bool:
@@ -245,15 +294,15 @@ class ChunkEngine:
             raise ValueError(f'unknown request ticket {ticket}')
         if ticket < self._newest_applied:
             self.stats.stale_chunks += 1
-            self._release_parked()
+            self._release_parked(now)
             return False
         arrival = _Arrival(chunk, capture, now, server_ms)
         if self.active_join == 'append' and not replace and \
                 any(t < ticket for t in self._inflight):
             self._parked[ticket] = arrival
             return True
-        self._apply(ticket, arrival, replace)
-        self._release_parked()
+        self._apply(ticket, arrival, replace, now)
+        self._release_parked(now)
         return True
 
     def next_action(self, now: float) -> PlannedStep | None:
@@ -262,17 +311,15 @@ class ChunkEngine:
 
         None when the plan is empty (an underrun if moving).
         """
+        self._now = now
         if not self._plan and self._parked:
             # An older request is holding back a chunk in hand while the arm would starve:
             # give up on the older one (it becomes stale when it lands) and play the newer.
-            ticket = min(self._parked)
-            self._apply(ticket, self._parked.pop(ticket), False)
-            self._release_parked()
-        if self.join == 'aligned':
-            while self._plan and self._plan[0].due is not None and \
-                    self._plan[0].due < now - 0.5 * self.period:
-                self._plan.popleft()
-                self.stats.dropped_steps += 1
+            self._drop_stale_parked()
+            if self._parked:
+                ticket = min(self._parked)
+                self._apply(ticket, self._parked.pop(ticket), False, now)
+                self._release_parked(now)
         if not self._plan:
             if self.stats.actions > 0 and self._starved_since is None:
                 self._starved_since = now
@@ -300,6 +347,7 @@ class ChunkEngine:
 
     def clear(self) -> None:
         """Drop the plan and forget the in-flight requests (a stop: nothing queued may play)."""
+        self.stats.dropped_steps += len(self._plan)
         self._plan.clear()
         self._inflight.clear()
         self._parked.clear()
@@ -308,56 +356,127 @@ class ChunkEngine:
 
     # -- internals ----------------------------------------------------------------------------
 
-    def _apply(self, ticket: int, arrival: '_Arrival', replace: bool) -> None:
-        chunk, capture, now = arrival.chunk, arrival.capture, arrival.time
+    def _apply(self, ticket: int, arrival: '_Arrival', replace: bool,
+               now: float | None) -> None:
+        """Join a chunk at `now` (later than its arrival if it was parked)."""
+        chunk, capture, landed = arrival.chunk, arrival.capture, arrival.time
+        now = landed if now is None else max(now, landed)
         self._newest_applied = ticket
-        if self._starved_since is not None and now <= self._starved_since:
+        if self._starved_since is not None and landed <= self._starved_since:
             self._starved_since = None  # it had landed by that tick: the driver looked too soon
-        self.latency.add(now - capture)
-        self.stats.latencies.append(now - capture)
+        self.latency.add(landed - capture)
+        self.stats.latencies.append(landed - capture)
         if arrival.server_ms is not None:
             self.stats.server_inference_ms.append(float(arrival.server_ms))
         self._chunk_hz = chunk.control_frequency_hz
         self._chunk_steps = len(chunk.steps)
         self.stats.chunks += 1
+        self.stats.planned_steps += len(chunk.steps)
         self.stats.action_space = chunk.action_space
         steps = [PlannedStep(list(v), list(v), ticket, i, capture)
                  for i, v in enumerate(chunk.steps)]
         join = self.active_join
         if replace or not self._plan and join == 'append':
+            self._count_join('replaced' if replace else 'started')
+            self.stats.dropped_steps += len(self._plan)
             self._plan = deque(steps)
         elif join == 'append':
+            self._count_join('appended')
             self._plan.extend(steps)
         else:
             self._plan = self._aligned(steps, capture, now)
         if not replace:  # predict() alone is not a loop that can fall behind
             self._check_configuration(chunk)
 
-    def _release_parked(self) -> None:
+    def _release_parked(self, now: float | None) -> None:
         """Join parked chunks whose older requests have all been resolved, in ticket order."""
+        self._drop_stale_parked()
         while self._parked:
             ticket = min(self._parked)
             if any(t < ticket for t in self._inflight):
                 return
-            arrival = self._parked.pop(ticket)
-            if ticket < self._newest_applied:
-                self.stats.stale_chunks += 1
-                continue
-            self._apply(ticket, arrival, False)
+            self._apply(ticket, self._parked.pop(ticket), False, now)
+            self._drop_stale_parked()
+
+    def _drop_stale_parked(self) -> None:
+        """Count as stale the parked chunks that a newer plan has overtaken: they never play."""
+        # (A chunk parks in append mode; if latency then drops and an aligned join applies a
+        # newer chunk at once, the parked one is older than the plan.)
+        for ticket in [t for t in self._parked if t < self._newest_applied]:
+            del self._parked[ticket]
+            self.stats.stale_chunks += 1
+
+    def _chunk_seconds(self) -> float:
+        return self._chunk_steps * self.period
 
     def _aligned(self, steps: list[PlannedStep], capture: float,
                  now: float) -> 'deque[PlannedStep]':
-        # Nothing is playing (first chunk, or after an underrun): the arm is where the chunk
-        # starts, so it plays from step 0 now; dropping its past steps would be a jump.
-        base = capture if self._plan else now
-        # Due times on the playback grid: the override rate if set, else the chunk's own.
-        for step in steps:
-            step.due = base + step.index * self.period
-        fresh = [s for s in steps if s.due is not None and s.due >= now - 0.5 * self.period]
-        self.stats.dropped_steps += len(steps) - len(fresh)
-        if not fresh:
+        period = self.period
+        # Due times on the playback grid (the override rate if set, else the chunk's own),
+        # delayed while latency needs it.
+        base = capture + self.aligned_delay()
+        if not self._plan:
+            # Nothing is playing (first chunk, or after an underrun): the arm stands where the
+            # last action left it, so the chunk plays from step 0 now (on an absolute space
+            # from the step nearest that action, up to its time-aligned one).
+            self._count_join('started')
+            start = 0
+            if self._last_values is not None and is_absolute_space(self.stats.action_space):
+                aligned = max(0, min(len(steps) - 1, math.floor((now - base) / period + 0.5)))
+                start = self._join_index(steps, aligned, self._last_values)
+            return self._retime(steps[start:], start, now)
+        current = [s.index for s in steps if base + s.index * period >= now - 0.5 * period]
+        if not current:
+            self._count_join('past')
+            self.stats.dropped_steps += len(steps)
             return self._plan  # wholly in the past: it must not empty a plan that still runs
-        return deque(fresh)
+        first = current[0]
+        due = base + first * period
+        delay = base - capture
+        self._count_join('delayed' if delay > 0 else 'aligned')
+        self.stats.max_join_delay_s = max(self.stats.max_join_delay_s, delay)
+        # The old plan plays on until the new one's first step; what the driver's late ticks
+        # left behind by more than a period is dropped here, not tick by tick: run() already
+        # catches up on its own deadlines, and dropping as well would drain the plan early.
+        keep, kept_end = [], now
+        for step, step_due in self._timeline(now):
+            if step_due >= due - 0.5 * period:
+                break
+            if step_due >= now - period:
+                keep.append(step)
+                kept_end = step_due + period
+        self.stats.dropped_steps += len(self._plan) - len(keep)
+        first = self._join_index(steps, first, keep[-1].values if keep else self._last_values)
+        # A delayed join whose old plan ends first starts when it ends: no gap, and fresher.
+        return deque(keep) + self._retime(steps[first:], first, min(due, kept_end))
+
+    def _join_index(self, steps: list[PlannedStep], aligned: int,
+                    reference: list[float] | None) -> int:
+        """On absolute spaces the step nearest the action before, up to the aligned one."""
+        if aligned <= 0 or reference is None or not is_absolute_space(self.stats.action_space):
+            return aligned
+        nearest = _nearest(steps[:aligned + 1], reference)
+        if nearest < aligned:
+            self._count_join('nearest')
+        return nearest
+
+    def _count_join(self, how: str) -> None:
+        self.stats.joins[how] = self.stats.joins.get(how, 0) + 1
+
+    def _retime(self, steps: list[PlannedStep], skipped: int,
+                start: float) -> 'deque[PlannedStep]':
+        """Play `steps` one period apart from `start`, counting the `skipped` before them."""
+        for step in steps:
+            step.due = start + (step.index - steps[0].index) * self.period
+        self.stats.dropped_steps += skipped
+        return deque(steps)
+
+    def _timeline(self, now: float) -> Iterator[tuple[PlannedStep, float]]:
+        """Yield the plan's steps with when each will play (appended steps follow in turn)."""
+        due = now - self.period
+        for step in self._plan:
+            due = step.due if step.due is not None else due + self.period
+            yield step, due
 
     def _end_underrun(self, seconds: float) -> None:
         self._starved_since = None
@@ -393,12 +512,13 @@ class ChunkEngine:
         message = None
         k = self.max_inflight
         # Aligned: a request yields C - L of motion and k overlap, so it keeps up while
-        # L <= k*C/(k+1); no k helps once L >= C.
+        # L <= k*C/(k+1), later (aligned_delay) up to L < C; no k helps once L >= C.
         if self.join == 'aligned' and p99 > k * chunk_s / (k + 1):
             message = (f'time-aligned joining with max_inflight={k} cannot keep up: p99 '
-                       f'latency {p99:.3f}s > {k} x chunk {chunk_s:.3f}s / {k + 1}; chunks '
-                       'are appended whole while that lasts'
-                       + ('; raise max_inflight to stay aligned' if p99 < chunk_s else ''))
+                       f'latency {p99:.3f}s > {k} x chunk {chunk_s:.3f}s / {k + 1}; '
+                       + ('chunks are appended whole while that lasts' if p99 >= chunk_s else
+                          f'joins play up to {self.aligned_delay():.3f}s behind their '
+                          'capture while that lasts; raise max_inflight to stay aligned'))
         elif self.join == 'append' and p99 > chunk_s * self.max_inflight:
             message = (f'append joining with max_inflight={self.max_inflight} cannot keep up: '
                        f'p99 latency {p99:.3f}s > {self.max_inflight} x chunk {chunk_s:.3f}s; '
@@ -407,6 +527,24 @@ class ChunkEngine:
             self.warnings.append(message)
             if self._warn:
                 warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+def _nearest(steps: list[PlannedStep], reference: list[float]) -> int:
+    """
+    Return the index of the step nearest `reference` (largest per-dimension gap), later on ties.
+
+    An absolute plan is a path: where the arm has not gone as far as the new plan assumed by
+    now (it was slowing into the previous goal, say), joining at the time-aligned step would
+    jump ahead along the path; joining where the path passes nearest the arm does not.
+    """
+    best, best_jump = steps[-1].index, math.inf
+    for step in reversed(steps):
+        if len(step.raw) != len(reference):
+            return steps[-1].index
+        jump = max(abs(a - b) for a, b in zip(step.raw, reference, strict=False))
+        if jump < best_jump:
+            best, best_jump = step.index, jump
+    return best
 
 
 def summarize(values: Sequence[float]) -> tuple[float | None, float | None]:
