@@ -3,8 +3,8 @@
 Rerun every fault test and write docs/RELIABILITY.md from the rows they record.
 
 Usage: `.venv/bin/python scripts/reliability_matrix.py [--out docs/RELIABILITY.md] [pytest args]`
-(or `make reliability`). The rows come from the tests marked `fault_matrix` (every test that
-uses the fixture of that name); a row counts as survived only if its test passed.
+(or `make reliability`). The rows come from the tests that use the `fault_matrix` fixture (their
+files are run whole); a row counts as survived only if its test passed.
 Exit status: 0 when every case survived with zero unsafe commands, 1 otherwise.
 """
 
@@ -29,6 +29,12 @@ _COLUMNS = ('case', 'what happened', 'time to hold (s)', 'commands after fault',
             'sockets before → after', 'threads before → after', 'survived')
 
 
+def fault_test_files() -> list[str]:
+    """Return the test files that record rows, whole: a case may build on the file's others."""
+    return sorted(str(path) for path in (REPO / 'test').glob('test_*.py')
+                  if 'fault_matrix' in path.read_text(encoding='utf-8'))
+
+
 def run_fault_tests(pytest_args: list[str]) -> tuple[list[dict], int, float]:
     """Run the marked tests; return their rows, pytest's exit status and the wall time."""
     with tempfile.TemporaryDirectory() as folder:
@@ -36,8 +42,8 @@ def run_fault_tests(pytest_args: list[str]) -> tuple[list[dict], int, float]:
         env = dict(os.environ, **{OUT_ENV: str(out)})
         started = time.monotonic()
         status = subprocess.call(
-            [sys.executable, '-m', 'pytest', str(REPO / 'test'), '-m', 'fault_matrix', '-q',
-             '-p', 'no:cacheprovider', *pytest_args], cwd=REPO, env=env)
+            [sys.executable, '-m', 'pytest', *fault_test_files(), '-q', '-p', 'no:cacheprovider',
+             *pytest_args], cwd=REPO, env=env)
         wall = time.monotonic() - started
         lines = out.read_text(encoding='utf-8').splitlines() if out.exists() else []
     return [json.loads(line) for line in lines], status, wall

@@ -100,7 +100,7 @@ def node(ros, gateway):
         started = time.monotonic()
         assert robot.start_episode().success
         assert wait_until(lambda: moving_after(robot, started) >= MOTION, 20), process.log()
-        assert robot.stop_episode().success
+        robot.stop_episode()  # or it ended by itself on a loaded machine: either way it ends
         assert outcome_after(robot, 0, 10) is not None
         yield Node(robot, process)
     finally:
