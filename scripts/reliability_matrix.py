@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from xml.etree import ElementTree
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / 'test'))
@@ -35,18 +36,30 @@ def fault_test_files() -> list[str]:
                   if 'fault_matrix' in path.read_text(encoding='utf-8'))
 
 
-def run_fault_tests(pytest_args: list[str]) -> tuple[list[dict], int, float]:
-    """Run the marked tests; return their rows, pytest's exit status and the wall time."""
+def run_fault_tests(pytest_args: list[str]) -> tuple[list[dict], int, float, list[str]]:
+    """Run the files; return their rows, pytest's exit status, the wall time, failed tests."""
     with tempfile.TemporaryDirectory() as folder:
-        out = Path(folder) / 'rows.jsonl'
+        out, junit = Path(folder) / 'rows.jsonl', Path(folder) / 'junit.xml'
         env = dict(os.environ, **{OUT_ENV: str(out)})
         started = time.monotonic()
         status = subprocess.call(
             [sys.executable, '-m', 'pytest', *fault_test_files(), '-q', '-p', 'no:cacheprovider',
-             *pytest_args], cwd=REPO, env=env)
+             f'--junitxml={junit}', *pytest_args], cwd=REPO, env=env)
         wall = time.monotonic() - started
         lines = out.read_text(encoding='utf-8').splitlines() if out.exists() else []
-    return [json.loads(line) for line in lines], status, wall
+        failed = _failed_tests(junit)
+    return [json.loads(line) for line in lines], status, wall, failed
+
+
+def _failed_tests(junit: Path) -> list[str]:
+    # A test that fails before it records its row leaves no row: name it all the same.
+    if not junit.exists():
+        return []
+    failed = []
+    for case in ElementTree.parse(junit).iter('testcase'):
+        if case.find('failure') is not None or case.find('error') is not None:
+            failed.append(f'{case.get("classname")}::{case.get("name")}')
+    return failed
 
 
 def _cell(value: object) -> str:
@@ -59,7 +72,7 @@ def _cell(value: object) -> str:
     return str(value).replace('|', '\\|').replace('\n', ' ')
 
 
-def render(rows: list[dict], status: int, wall_s: float) -> str:
+def render(rows: list[dict], status: int, wall_s: float, failed: list[str]) -> str:
     """Return the markdown of docs/RELIABILITY.md."""
     survived = sum(row['survived'] for row in rows)
     unsafe = sum(int(row['unsafe_commands']) for row in rows)
@@ -85,7 +98,7 @@ def render(rows: list[dict], status: int, wall_s: float) -> str:
         f'- cases tried: **{len(rows)}**',
         f'- survived: **{survived}**',
         f'- unsafe commands sent (must be 0): **{unsafe}**',
-        f'- pytest exit status: {status}',
+        f'- failed tests: {len(failed)} (pytest exit status {status})',
         '- per area: ' + ', '.join(
             f'{area} {per_area[area]}' for area in AREAS if per_area[area]),
         '',
@@ -107,9 +120,9 @@ def render(rows: list[dict], status: int, wall_s: float) -> str:
                      row['commands_after_fault'], row['sockets'], row['threads'],
                      'yes' if row['survived'] and not row['unsafe_commands'] else '**NO**')
             lines.append('| ' + ' | '.join(_cell(cell) for cell in cells) + ' |')
-    failed = sorted({row['test'] for row in rows if not row['survived']})
     if failed:
-        lines += ['', '## Failed tests', ''] + [f'- `{test}`' for test in failed]
+        lines += ['', '## Failed tests (a failure before a row was recorded leaves no row)',
+                  ''] + [f'- `{test}`' for test in failed]
     return '\n'.join(lines) + '\n'
 
 
@@ -118,8 +131,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument('--out', default=str(REPO / 'docs' / 'RELIABILITY.md'))
     args, pytest_args = parser.parse_known_args()
-    rows, status, wall = run_fault_tests(pytest_args)
-    Path(args.out).write_text(render(rows, status, wall), encoding='utf-8')
+    rows, status, wall, failed = run_fault_tests(pytest_args)
+    Path(args.out).write_text(render(rows, status, wall, failed), encoding='utf-8')
     bad = [row for row in rows if not row['survived'] or row['unsafe_commands']]
     print(f'{len(rows)} cases, {len(rows) - len(bad)} survived, '
           f'{sum(int(r["unsafe_commands"]) for r in rows)} unsafe commands -> {args.out}')
