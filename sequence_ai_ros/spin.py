@@ -2,15 +2,34 @@
 Start and spin a node so that SIGINT/SIGTERM end it cleanly (Humble to Kilted).
 
 rclpy's own signal handlers shut the context down at once, so a node could no longer publish
-its last hold. Here a signal only raises KeyboardInterrupt in the spinning thread; the node
-holds, then the context is shut down.
+its last hold. Here a signal only stops the spinning; the node holds, then the context is shut
+down.
+
+The executor is a choice, `SEQUENCE_AI_ROS_EXECUTOR=events|single` (default events):
+rclpy's EventsExecutor (`rclpy.experimental` in Kilted; a C++ event queue) spends far less
+Python per callback than the SingleThreadedExecutor, and that per-callback cost is most of a
+policy node's CPU (bench/bench_control_tick.py). An rclpy without it (Humble) falls back to
+single with one info line; an unknown value is a warning and the default, so a typo never
+keeps a robot's node down.
 """
 
+import os
 import signal
+import threading
 from typing import Any
 
 import rclpy
-from rclpy.executors import Executor, ExternalShutdownException
+from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+
+EXECUTOR_ENV = 'SEQUENCE_AI_ROS_EXECUTOR'
+EVENTS = 'events'
+SINGLE = 'single'
+EXECUTORS = (EVENTS, SINGLE)
+DEFAULT_EXECUTOR = EVENTS
+# How long a spin waits for work before it looks at the stop flag: the latency of a signal
+# to an idle node (no callback would otherwise run Python on the main thread to notice it).
+POLL_S = 0.1
 
 
 def _interrupt(signum: int, frame: Any) -> None:
@@ -18,7 +37,7 @@ def _interrupt(signum: int, frame: Any) -> None:
 
 
 def init(args: list[str] | None = None) -> None:
-    """rclpy.init without rclpy's signal handlers; SIGTERM behaves like SIGINT."""
+    """Call rclpy.init without rclpy's signal handlers; make SIGTERM behave like SIGINT."""
     try:
         from rclpy.signals import SignalHandlerOptions
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
@@ -28,19 +47,115 @@ def init(args: list[str] | None = None) -> None:
     signal.signal(signal.SIGINT, _interrupt)
 
 
-def spin_until_shutdown(node_or_executor: Any) -> None:
-    """Spin a node or an executor; a signal ends it quietly, any other error propagates."""
+def executor_choice(node: Node) -> str:
+    """Return the executor named by SEQUENCE_AI_ROS_EXECUTOR (warn and default if unknown)."""
+    value = os.environ.get(EXECUTOR_ENV, '').strip().lower()
+    if not value:
+        return DEFAULT_EXECUTOR
+    if value not in EXECUTORS:
+        node.get_logger().warning(
+            f'{EXECUTOR_ENV}={os.environ[EXECUTOR_ENV]!r} is not one of '
+            f'{"|".join(EXECUTORS)}: using {DEFAULT_EXECUTOR}')
+        return DEFAULT_EXECUTOR
+    return value
+
+
+def _events_executor_factory() -> Any:
     try:
-        if isinstance(node_or_executor, Executor):
-            node_or_executor.spin()
+        from rclpy.experimental import EventsExecutor
+    except ImportError:  # Humble, and any rclpy before it
+        return None
+    return EventsExecutor
+
+
+def make_executor(node: Node, choice: str | None = None) -> Executor:
+    """
+    Build the executor for `node` (on its context) and add the node to it.
+
+    `choice` is 'events' or 'single'; None reads SEQUENCE_AI_ROS_EXECUTOR. 'events' falls
+    back to a SingleThreadedExecutor, with one info line, where rclpy has no EventsExecutor.
+    """
+    if choice is None:
+        choice = executor_choice(node)
+    elif choice not in EXECUTORS:
+        raise ValueError(f'executor {choice!r} is not one of {"|".join(EXECUTORS)}')
+    executor: Executor | None = None
+    if choice == EVENTS:
+        factory = _events_executor_factory()
+        if factory is None:
+            node.get_logger().info(
+                'this rclpy has no EventsExecutor: spinning on the single-threaded executor')
         else:
-            rclpy.spin(node_or_executor)
+            executor = factory(context=node.context)
+    if executor is None:
+        executor = SingleThreadedExecutor(context=node.context)
+    executor.add_node(node)
+    return executor
+
+
+class _StopOnSignal:
+    """
+    While spinning, SIGINT/SIGTERM let the callback in progress finish, then stop the spin.
+
+    A KeyboardInterrupt raised inside a callback is logged by the EventsExecutor as a FATAL
+    exception with a traceback, and can leave any callback half done; a second signal still
+    interrupts at once, for a callback that never returns.
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous: dict[int, Any] = {}
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        if self.requested:
+            raise KeyboardInterrupt(f'signal {signum}')
+        self.requested = True
+
+    def __enter__(self) -> '_StopOnSignal':
+        # Only handlers that init() installed are ours to swap, and only the main thread may.
+        if threading.current_thread() is threading.main_thread():
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                if signal.getsignal(signum) is _interrupt:
+                    self._previous[signum] = signal.signal(signum, self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+
+def _spin(executor: Any) -> None:
+    context = executor.context
+    with _StopOnSignal() as stop:
+        # spin_once with a timeout rather than spin(): the EventsExecutor's spin() in rclpy
+        # 9.1 (Kilted) busy-waits a whole core, and neither spin() sees a signal while idle.
+        while context.ok() and not stop.requested:
+            executor.spin_once(timeout_sec=POLL_S)
+
+
+def spin_until_shutdown(node_or_executor: Any) -> None:
+    """
+    Spin a node (on make_executor's executor) or an executor until a signal or shutdown.
+
+    A signal ends it quietly after the callback in progress, as does a shutdown of the
+    context by someone else; any other error propagates.
+    """
+    node = node_or_executor if isinstance(node_or_executor, Node) else None
+    executor = make_executor(node) if node is not None else node_or_executor
+    try:
+        _spin(executor)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception:
         # With rclpy's handlers a signal can invalidate the context mid-wait (RCLError).
-        if rclpy.ok():
+        if executor.context.ok():
             raise
+    finally:
+        if node is not None:
+            # The EventsExecutor holds the handles of the node's entities until it is shut
+            # down: destroy_node would leave them alive, past the context's shutdown.
+            executor.remove_node(node)
+            executor.shutdown()
 
 
 def shutdown() -> None:
