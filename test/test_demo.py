@@ -92,14 +92,11 @@ def test_demo_command_runs_end_to_end_and_draws_the_comparison(tmp_path):
     assert re.search(r'cold start: .* ready in \d+ s', text), text
     rows = table(text)
     assert set(rows) == set(FIELDS), text
-    assert rows['outcome'][0] == 'completed' and rows['actions'][0] == '60'
-    # Without prefetch the arm stops at every boundary and the next chunk starts from rest:
-    # on a loaded machine that restart can exceed max_step_change, and the node then ends
-    # the comparison run holding, as it must. Either way that run stalled.
-    assert rows['outcome'][1] in ('completed', 'safety'), text
+    assert rows['outcome'] == ['completed', 'completed']
+    assert rows['actions'] == ['60', '60']
     on, off = (float(v) for v in rows['moving %'])
     assert on > off, 'prefetch did not keep the arm moving longer'
-    assert int(rows['underruns'][1]) >= 1, 'without prefetch every chunk boundary stalls'
+    assert int(rows['underruns'][1]) >= 2, 'without prefetch every chunk boundary stalls'
     assert all(float(v) < 0.5 for v in rows['final task distance (m)'])
     assert f'picture: {png}' in text
     with Image.open(png) as image:

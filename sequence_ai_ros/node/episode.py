@@ -226,15 +226,20 @@ class Episode:
             except UnsupportedActionSpace as exc:
                 return self.end('error', str(exc), hold=True)
             self.mapper.reset(measured)
+        resumed = False
         if self.state in ('underrun', 'starting', 'warming'):
             if self.state == 'underrun':
                 self.mapper.reset(measured)  # the hold stopped the arm where it is
+                resumed = True
             self.state = 'running'
         try:
             command = self.mapper.command(action, self.period)
         except ValueError as exc:
             return self.end('error', f'chunk: {exc}', hold=True)
-        previous = self.last_command.positions if self.last_command else measured
+        # After a hold the arm may have coasted past the hold command before stopping; the
+        # integration restarts from where it is now, so that is what the step is measured from.
+        previous = self.last_command.positions if self.last_command and not resumed \
+            else measured
         problem = check_command(command.positions, previous, self.limits,
                                 names=self.inputs.layout)
         if problem:
