@@ -5,7 +5,7 @@ rclpy's own signal handlers shut the context down at once, so a node could no lo
 its last hold. Here a signal only stops the spinning; the node holds, then the context is shut
 down.
 
-The executor is a choice, `SEQUENCE_AI_ROS_EXECUTOR=events|single` (default events):
+The executor is a choice, `SEQUENCE_AI_ROS_EXECUTOR=events|single` (default single):
 rclpy's EventsExecutor (`rclpy.experimental` in Kilted; a C++ event queue) spends far less
 Python per callback than the SingleThreadedExecutor, and that per-callback cost is most of a
 policy node's CPU (bench/bench_control_tick.py). An rclpy without it (Humble) falls back to
@@ -26,7 +26,9 @@ EXECUTOR_ENV = 'SEQUENCE_AI_ROS_EXECUTOR'
 EVENTS = 'events'
 SINGLE = 'single'
 EXECUTORS = (EVENTS, SINGLE)
-DEFAULT_EXECUTOR = EVENTS
+# events halves a node's CPU (bench_control_tick), but rclpy 9.1's EventsExecutor is still
+# experimental and the node's timing tests have not yet been made to pass on it reliably.
+DEFAULT_EXECUTOR = SINGLE
 # How long a spin waits for work before it looks at the stop flag: the latency of a signal
 # to an idle node (no callback would otherwise run Python on the main thread to notice it).
 POLL_S = 0.1

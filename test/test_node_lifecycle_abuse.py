@@ -312,7 +312,8 @@ def test_signal_mid_episode_holds_and_exits_promptly(ros, gateway, long_gateway,
         assert exited - sent <= EXIT_BOUND_S, exited - sent
         assert held is not None, 'no hold before exit'
         assert held - sent <= CONTROL_PERIOD_S + MARGIN_S
-        assert after_hold == []
+        # The episode's hold and the shutdown's may both arrive: a repeated hold, never motion.
+        assert all(is_hold(msg) for _, msg in after_hold), after_hold
         assert log_faults(log) == [], log[-3000:]
         assert 'holding: shutdown' in log
     finally:
