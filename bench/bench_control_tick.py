@@ -232,20 +232,11 @@ class Robot:
         """Change the attached node's lifecycle state; whether it took."""
         from lifecycle_msgs.msg import Transition
         from lifecycle_msgs.srv import ChangeState
-        client = self.change_client
-        assert client is not None
-        if not client.wait_for_service(timeout_sec=timeout):
-            raise TimeoutError(f'{client.srv_name} not available')
-        time.sleep(0.3)  # let the reply reader match too
+        from sequence_ai_ros.service_calls import call_service
+        assert self.change_client is not None
         request = ChangeState.Request()
         request.transition = Transition(id=transition_id)
-        future = client.call_async(request)
-        deadline = time.monotonic() + timeout
-        while not future.done():
-            if time.monotonic() > deadline:
-                raise TimeoutError(f'{client.srv_name} did not answer')
-            time.sleep(0.01)
-        return bool(future.result().success)
+        return bool(call_service(self.change_client, request, timeout).success)
 
     def close(self) -> None:
         self._running = False
