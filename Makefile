@@ -28,7 +28,7 @@ lint: venv
 
 # pytest exits 5 when it collects nothing; that is not a failure of the code under test.
 test: lint
-	$(PY) -m pytest test -q -ra $(PYTEST_ARGS) || { rc=$$?; [ $$rc -eq 5 ] && echo 'no tests collected' || exit $$rc; }
+	$(PY) -m pytest test -q -raR $(PYTEST_ARGS) || { rc=$$?; [ $$rc -eq 5 ] && echo 'no tests collected' || exit $$rc; }
 
 demo: venv
 	$(PY) -m sequence_ai_ros.cli demo $(DEMO_ARGS)

@@ -44,6 +44,7 @@ def run_fault_tests(pytest_args: list[str]) -> tuple[list[dict], int, float, lis
         started = time.monotonic()
         status = subprocess.call(
             [sys.executable, '-m', 'pytest', *fault_test_files(), '-q', '-p', 'no:cacheprovider',
+             '-p', 'no:rerunfailures',
              f'--junitxml={junit}', *pytest_args], cwd=REPO, env=env)
         wall = time.monotonic() - started
         lines = out.read_text(encoding='utf-8').splitlines() if out.exists() else []

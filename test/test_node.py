@@ -10,10 +10,20 @@ import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 import pytest
-from ros_harness import node_parameters, PolicyNodeProcess, REPO, Robot, RosSide, wait_until
+from ros_harness import (
+    node_parameters,
+    PolicyNodeProcess,
+    REPO,
+    Robot,
+    RosSide,
+    status_values,
+    statuses_after,
+    wait_until,
+)
 from sequence_ai_ros import arm_model
 from sequence_ai_ros.gateway.process import GatewayProcess
 from std_msgs.msg import Bool
+from std_srvs.srv import Trigger
 
 KEY = 'seq_node_tests_key_0000000000001'
 ENV = {'SEQUENCES_API_KEY': KEY}
@@ -49,9 +59,10 @@ def launch(ros):
     """Start a policy node in a fresh namespace with a test-side robot; stop it afterwards."""
     started, robots = [], []
 
-    def start(gw, namespace=None, compressed=False, **params):
+    def start(gw, namespace=None, compressed=False, watch_diagnostics=False, **params):
         namespace = namespace or next(_names)
-        robot = Robot(ros.node, namespace, compressed=compressed)
+        robot = Robot(ros.node, namespace, compressed=compressed,
+                      watch_diagnostics=watch_diagnostics)
         robots.append(robot)
         process = PolicyNodeProcess(namespace, node_parameters(base_url=gw.base_url, **params),
                                     ENV)
@@ -325,3 +336,62 @@ def test_a_model_the_node_cannot_command_fails_configure(tmp_path, launch):
         assert "'ee_absolute' cannot be commanded" in process.log()
         assert robot.command_list() == []
         assert gw.stats()['requests'].get('/v1/act') is None, 'configure must not act'
+
+
+def _stop_holding(robot, process):
+    """Run an episode until it moves, stop it; return the monotonic time of the stop."""
+    bring_up(robot, process)
+    assert wait_until(lambda: len(robot.command_list()) > 10, 10), process.log()
+    stopped = time.monotonic()
+    assert robot.stop_episode().success
+    return stopped
+
+
+def test_a_hold_service_that_appears_late_is_still_called(gateway, launch, ros):
+    robot, process = launch(gateway, max_actions=100000, hold_service='robot/late_hold',
+                            hold_service_timeout_s=5.0)
+    calls = []
+
+    def on_hold(request, response):
+        calls.append(time.monotonic())
+        response.success = True
+        return response
+    stopped = _stop_holding(robot, process)
+    time.sleep(0.5)  # the hold has been published; the service is not there yet
+    assert calls == []
+    service = ros.node.create_service(Trigger, f'{robot.ns}/robot/late_hold', on_hold)
+    try:
+        assert wait_until(lambda: calls, 5), process.log()
+        assert len(calls) == 1 and calls[0] - stopped > 0.5
+        assert 'hold service' not in process.log()
+    finally:
+        ros.node.destroy_service(service)
+
+
+@pytest.mark.parametrize('case', ['absent', 'refusing'])
+def test_a_hold_service_that_fails_is_an_error_on_diagnostics(gateway, launch, ros, case):
+    robot, process = launch(gateway, max_actions=100000, hold_service='robot/brake',
+                            hold_service_timeout_s=0.3, watch_diagnostics=True)
+    service = None
+    if case == 'refusing':
+        def refuse(request, response):
+            response.success, response.message = False, 'brake not engaged'
+            return response
+        service = ros.node.create_service(Trigger, f'{robot.ns}/robot/brake', refuse)
+    try:
+        stopped = _stop_holding(robot, process)
+        expected = 'is not available' if case == 'absent' else 'refused: brake not engaged'
+
+        def reported():
+            return [s for _, s in statuses_after(robot, stopped, 'episode')
+                    if expected in s.message]
+        shown = wait_until(reported, 5)
+        assert shown, process.log()
+        assert shown[0].level == DiagnosticStatus.ERROR
+        values = status_values(shown[0])
+        assert values['hold service failures'] == '1'
+        assert values['hold service'] == f'{robot.ns}/robot/brake'
+        assert expected in process.log()
+    finally:
+        if service is not None:
+            ros.node.destroy_service(service)

@@ -103,6 +103,10 @@ class Health:
     gate_open: bool | None = None
     holds: int = 0
     last_hold_reason: str = ''
+    hold_service: str = ''
+    hold_service_calls: int = 0
+    hold_service_failures: int = 0
+    hold_service_problem: str = ''
 
 
 def error_kind(error: BaseException) -> str:
@@ -223,6 +227,8 @@ def _inputs(h: Health) -> tuple[bytes, str]:
 def _episode(h: Health) -> tuple[bytes, str]:
     state, reason = h.episode_state, h.episode_reason
     progress = f'{h.actions}/{h.max_actions} actions'
+    if h.hold_service_problem:  # the second line of holding is broken until a call succeeds
+        return ERROR, h.hold_service_problem
     if state == 'ended':
         if h.episode_outcome == 'safety':
             return ERROR, f'ended by a safety check: {reason or "no reason given"}'
@@ -276,7 +282,10 @@ def build_statuses(health: Health, node_name: str, hardware_id: str) -> list[Dia
             ('outcome', h.episode_outcome or 'n/a'), ('reason', h.episode_reason or 'n/a'),
             ('actions', str(h.actions)), ('max actions', str(h.max_actions)),
             ('chunks', str(h.chunks)), ('holds', str(h.holds)),
-            ('last hold reason', h.last_hold_reason or 'n/a')]),
+            ('last hold reason', h.last_hold_reason or 'n/a'),
+            ('hold service', h.hold_service or 'none'),
+            ('hold service calls', str(h.hold_service_calls)),
+            ('hold service failures', str(h.hold_service_failures))]),
     }
     return [_status(f'{node_name}: {part}', hardware_id, level, message, values)
             for part, ((level, message), values) in parts.items()]

@@ -27,6 +27,7 @@ from trajectory_msgs.msg import JointTrajectory
 from .commands import Command, supported_action_space, trajectory_message
 from .diagnostics import build_statuses, diagnostic_array, Health, redact
 from .episode import COMMAND, END, Episode, HOLD
+from .hold_call import HoldServiceCall
 from .inputs import CameraInput, InputCache
 from .params import (
     ConfigError,
@@ -64,7 +65,7 @@ class PolicyNode(LifecycleNode):
         self._entities: list[Any] = []
         self._command_pub: Any = None
         self._control_timer: Any = None
-        self._hold_client: Any = None
+        self._hold_call: HoldServiceCall | None = None
         self._outcome_pub: Any = None
         self._chunks_pub: Any = None
         self._diagnostics_pub: Any = None
@@ -229,13 +230,8 @@ class PolicyNode(LifecycleNode):
         if command is not None and command.positions and self._command_pub is not None:
             self._command_pub.publish(trajectory_message(
                 self.inputs.layout, command, max(self._period(), 0.05)))
-        client = self._hold_client
-        if client is None:
-            return
-        if not client.service_is_ready():
-            self.get_logger().error(f'hold service {client.srv_name} is not available')
-            return
-        client.call_async(Trigger.Request())
+        if self._hold_call is not None:
+            self._hold_call.request()
 
     # -- interfaces -------------------------------------------------------------------------
 
@@ -266,8 +262,9 @@ class PolicyNode(LifecycleNode):
         add(self.create_service(Trigger, '~/stop_episode', self._on_stop))
         add(self.create_timer(config.diagnostics_period_s, self._publish_diagnostics))
         if config.hold_service:
-            self._hold_client = self.create_client(Trigger, config.hold_service)
-            add(self._hold_client)
+            client = self.create_client(Trigger, config.hold_service)
+            add(client)
+            self._hold_call = HoldServiceCall(self, client, config.hold_service_timeout_s)
 
     def _release(self) -> None:
         if self.episode is not None:
@@ -281,7 +278,9 @@ class PolicyNode(LifecycleNode):
             self.destroy_lifecycle_publisher(self._command_pub)
         self._command_pub = self._outcome_pub = self._diagnostics_pub = None
         self._chunks_pub = None
-        self._hold_client = None
+        if self._hold_call is not None:
+            self._hold_call.close()
+            self._hold_call = None
         if self.policy is not None:
             self.policy.close()
             self.policy = None
@@ -434,6 +433,11 @@ class PolicyNode(LifecycleNode):
         now = time.monotonic()
         health = Health(node_state=self.node_state, holds=self.holds,
                         last_hold_reason=self.last_hold_reason)
+        if self._hold_call is not None:
+            call = self._hold_call
+            health.hold_service, health.hold_service_calls = call.service_name, call.calls
+            health.hold_service_failures = call.failures
+            health.hold_service_problem = call.problem
         if config is None or self.inputs is None:
             return health
         health.model, health.base_url = config.model, config.base_url
