@@ -21,6 +21,15 @@ def pytest_runtest_makereport(item, call):
     setattr(item, f'report_{report.when}', report)
 
 
+@pytest.fixture(scope='module')
+def ros():
+    """Yield the test's own rclpy context, spinning on a thread; one per test module."""
+    from ros_harness import RosSide  # here, so client-only test runs never load rclpy
+    side = RosSide()
+    yield side
+    side.close()
+
+
 @pytest.fixture
 def fault_matrix(request):
     """Rows for docs/RELIABILITY.md; written after the test with its pass/fail as `survived`."""

@@ -6,6 +6,9 @@ them stale or NaN), records every command, offers the hold service, and drives t
 """
 
 from array import array
+import collections
+import contextlib
+from dataclasses import dataclass, field
 import io
 import json
 import math
@@ -25,7 +28,7 @@ from PIL import Image as PILImage
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import GetParameters, SetParameters
 import rclpy
-from rclpy.executors import MultiThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from reliability import open_sockets, thread_count
 from sensor_msgs.msg import CompressedImage, Image, JointState
@@ -142,6 +145,7 @@ class Robot:
         self.diagnostics = []
         self.holds = 0
         self.hold_times = []
+        self.joint_sent = collections.deque(maxlen=5000)  # publish times, to tell whose stall
         self._renderer = SceneRenderer(160, 120)
         self._frames = (None, [])
         self._lock = threading.Lock()
@@ -234,6 +238,13 @@ class Robot:
         msg = JointState(name=self.names, position=list(self.positions))
         msg.header.stamp = self.stamp(self.joint_stamp_shift_s)
         self.joint_pub.publish(msg)
+        self.joint_sent.append(time.monotonic())
+
+    def joint_gap_at(self, since):
+        """Return (longest pause, its start - since) of the joint states sent after `since`."""
+        sent = [t for t in self.joint_sent if t > since]
+        return max(((round(b - a, 3), round(a - since, 3)) for a, b in zip(sent, sent[1:])),
+                   default=(0.0, 0.0))
 
     def stamp(self, shift_s=0.0):
         """Return now plus `shift_s` as a header stamp."""
@@ -353,7 +364,11 @@ class RosSide:
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
         self.node = rclpy.create_node('test_side', context=self.context)
-        self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
+        # Not the MultiThreadedExecutor: in rclpy 9.1 it queues a handler for an entity on
+        # every wait while earlier ones are pending (thousands seen), then scans that list
+        # under the GIL on every spin: this process stalled for 0.3-1.2 s, its joint states
+        # with it, and a node under test rightly held. Every callback here is short.
+        self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self._running = True
         self._thread = threading.Thread(target=self._spin, daemon=True)
@@ -504,3 +519,78 @@ def statuses_after(robot, t, part):
 def status_values(status):
     """Return a DiagnosticStatus's key/values as a dict."""
     return {kv.key: kv.value for kv in status.values}
+
+
+# -- one node process shared by the cases of a fault-test module -----------------------------
+
+MOTION = 15  # moving commands seen before a fault: the episode is really running
+
+
+@dataclass
+class RunningNode:
+    """A policy node process, the robot that plays its hardware, and its parameters."""
+
+    robot: Robot
+    process: PolicyNodeProcess
+    params: dict = field(default_factory=dict)
+
+    @property
+    def pid(self):
+        return self.process.proc.pid
+
+    def healthy(self):
+        """Assert the node is alive, no exception escaped into its log, and no key is in it."""
+        log = self.process.log()
+        assert self.process.proc.poll() is None, log[-3000:]
+        assert log_faults(log) == [], log[-3000:]
+        assert NODE_KEY not in log, 'the API key reached the log'
+
+    def run_episode(self):
+        """Reset the robot, start an episode, wait for motion; return (outcome index, counts)."""
+        robot = self.robot
+        robot.reset()
+        time.sleep(5 / robot.camera_rate_hz)  # the node's latest inputs are good ones again
+        before = process_counts(self.pid)
+        index = len(robot.outcomes)
+        started = time.monotonic()
+        answer = robot.start_episode()
+        assert answer.success, answer.message
+        assert wait_until(lambda: moving_after(robot, started) >= MOTION, 20), \
+            self.process.log()[-3000:]
+        return index, before
+
+    def ensure(self, **params):
+        """Reconfigure the node (deactivate, cleanup, set, configure, activate) if it differs."""
+        if all(self.params.get(k) == v for k, v in params.items()):
+            return
+        robot = self.robot
+        assert robot.deactivate() and robot.cleanup(), self.process.log()[-3000:]
+        results = robot.set_parameters(**params)
+        assert all(r.successful for r in results), [r.reason for r in results]
+        assert robot.configure() and robot.activate(), self.process.log()[-3000:]
+        self.params.update(params)
+
+
+@contextlib.contextmanager
+def running_node(robot, namespace, params):
+    """
+    Start a node, bring it to active and through one short episode; stop it on exit.
+
+    The warm-up episode fills the connection pool, so the thread and socket counts the cases
+    take before and after a fault compare like with like.
+    """
+    process = PolicyNodeProcess(namespace, params, NODE_ENV)
+    try:
+        assert wait_until(robot.change_client.service_is_ready, 20), process.log()
+        assert robot.configure(), process.log()
+        assert robot.activate(), process.log()
+        started = time.monotonic()
+        assert robot.start_episode().success
+        assert wait_until(lambda: moving_after(robot, started) >= MOTION, 20), process.log()
+        robot.stop_episode()  # or it ended by itself on a loaded machine: either way it ends
+        assert outcome_after(robot, 0, 10) is not None
+        yield RunningNode(robot, process, dict(params))
+    finally:
+        robot.close()
+        process.stop()
+        assert NODE_KEY not in process.log(), 'the API key reached the log'

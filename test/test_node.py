@@ -15,7 +15,6 @@ from ros_harness import (
     PolicyNodeProcess,
     REPO,
     Robot,
-    RosSide,
     status_values,
     statuses_after,
     wait_until,
@@ -45,13 +44,6 @@ def slow_gateway():
     with GatewayProcess(['--time-scale', str(SCALE), '--start-warm', '--latency-median-s',
                          '1.5'], keys={KEY: 10**6}) as gw:
         yield gw
-
-
-@pytest.fixture(scope='module')
-def ros():
-    side = RosSide()
-    yield side
-    side.close()
 
 
 @pytest.fixture

@@ -29,15 +29,16 @@ from ros_harness import (
     final_hold,
     is_finite,
     log_faults,
+    MOTION,
     moving_after,
     NODE_ENV,
-    NODE_KEY,
     node_parameters,
     outcome_after,
     PolicyNodeProcess,
     process_counts,
     Robot,
-    RosSide,
+    running_node,
+    RunningNode,
     settled_counts,
     start_node_gateway,
     wait_until,
@@ -50,30 +51,7 @@ MARGIN_S = 0.5
 SETTLE_S = 0.6  # after the hold: long enough for a stray command to show up
 JOINT_TIMEOUT_S, CAMERA_TIMEOUT_S = 0.5, 1.0
 JOINT_PERIOD_S, CAMERA_PERIOD_S = 1 / 50, 1 / 10  # the Robot's publishing rates
-MOTION = 15  # moving commands seen before a fault: the episode is really running
 TOPICS = ['camera/exterior/image_raw', 'camera/wrist/image_raw/compressed']
-
-
-@dataclass
-class Node:
-    robot: Robot
-    process: PolicyNodeProcess
-
-    @property
-    def pid(self) -> int:
-        return self.process.proc.pid
-
-    def healthy(self) -> None:
-        """Assert the node is alive and no exception escaped into its log."""
-        assert self.process.proc.poll() is None, self.process.log()[-3000:]
-        assert log_faults(self.process.log()) == [], self.process.log()[-3000:]
-
-
-@pytest.fixture(scope='module')
-def ros():
-    side = RosSide()
-    yield side
-    side.close()
 
 
 @pytest.fixture(scope='module')
@@ -88,40 +66,11 @@ def node(ros, gateway):
     """Run one node for every case: exterior camera raw, wrist compressed, explicit starts."""
     robot = Robot(ros.node, 'faults', compressed=(False, True), stamp_frames=True,
                   watch_diagnostics=True)
-    process = PolicyNodeProcess('faults', node_parameters(
-        base_url=gateway.base_url, max_actions=10**6, start_on_activate=False,
-        camera_topics=TOPICS, camera_transports=['raw', 'compressed'],
-        joint_state_timeout_s=JOINT_TIMEOUT_S, camera_timeout_s=CAMERA_TIMEOUT_S), NODE_ENV)
-    try:
-        assert wait_until(robot.change_client.service_is_ready, 20), process.log()
-        assert robot.configure(), process.log()
-        assert robot.activate(), process.log()
-        # Warm the connection pool, so that thread and socket counts compare like with like.
-        started = time.monotonic()
-        assert robot.start_episode().success
-        assert wait_until(lambda: moving_after(robot, started) >= MOTION, 20), process.log()
-        robot.stop_episode()  # or it ended by itself on a loaded machine: either way it ends
-        assert outcome_after(robot, 0, 10) is not None
-        yield Node(robot, process)
-    finally:
-        robot.close()
-        process.stop()
-        assert NODE_KEY not in process.log(), 'the API key reached the log'
-
-
-def run_episode(node: Node) -> tuple[int, tuple[int, int]]:
-    """Reset the robot, start an episode, wait for motion; return (outcome index, counts)."""
-    robot = node.robot
-    robot.reset()
-    time.sleep(5 * CAMERA_PERIOD_S)  # the node's latest inputs are good ones again
-    before = process_counts(node.pid)
-    index = len(robot.outcomes)
-    started = time.monotonic()
-    answer = robot.start_episode()
-    assert answer.success, answer.message
-    assert wait_until(lambda: moving_after(robot, started) >= MOTION, 20), \
-        node.process.log()[-3000:]
-    return index, before
+    with running_node(robot, 'faults', node_parameters(
+            base_url=gateway.base_url, max_actions=10**6, start_on_activate=False,
+            camera_topics=TOPICS, camera_transports=['raw', 'compressed'],
+            joint_state_timeout_s=JOINT_TIMEOUT_S, camera_timeout_s=CAMERA_TIMEOUT_S)) as node:
+        yield node
 
 
 # -- faults that must end the episode holding ------------------------------------------------
@@ -212,7 +161,7 @@ def test_bad_input_holds_within_a_control_period(node, fault_matrix, fault):
     robot = node.robot
     if fault.inject is huge_image:
         huge_png()  # build it (0.5 s) before the clock starts
-    index, before = run_episode(node)
+    index, before = node.run_episode()
     faulted = time.monotonic()
     fault.inject(robot)
     result = outcome_after(robot, index, fault.seen_within_s + 10)
@@ -236,7 +185,8 @@ def test_bad_input_holds_within_a_control_period(node, fault_matrix, fault):
         extra={'bound_s': round(bound, 3),
                'hold_service_s': round(hold_calls[0] - faulted, 3) if hold_calls else None,
                'diagnostics_error_s': round(reported[0] - faulted, 3) if reported else None}))
-    assert result['outcome'] == 'safety' and fault.reason in result['reason'], result
+    assert result['outcome'] == 'safety' and fault.reason in result['reason'], \
+        (result, ('gap, from fault-5', robot.joint_gap_at(faulted - 5)))
     assert held is not None, 'the last command is not a hold'
     assert held - faulted <= bound, (held - faulted, bound)
     assert hold_calls, 'the hold service was not called'
@@ -249,11 +199,13 @@ def test_bad_input_holds_within_a_control_period(node, fault_matrix, fault):
 
 # -- faults with a documented outcome other than a hold -----------------------------------------
 
-def stop_and_measure(node: Node, index: int) -> tuple[float, int]:
+def stop_and_measure(node: RunningNode, index: int) -> tuple[float, int]:
     """Stop the episode explicitly; return (seconds to the hold, commands after the hold)."""
     robot = node.robot
     stopped = time.monotonic()
-    assert robot.stop_episode().success
+    answer = robot.stop_episode()
+    assert answer.success, (answer.message, robot.outcomes[index:],
+                            ('gap, from stop-30', robot.joint_gap_at(stopped - 30)))
     result = outcome_after(robot, index, 10)
     assert result is not None and result['reason'] == 'stop requested', result
     held = final_hold(robot, stopped)
@@ -265,7 +217,7 @@ def stop_and_measure(node: Node, index: int) -> tuple[float, int]:
 def test_a_joint_state_older_than_the_last_is_dropped(node, fault_matrix):
     """Stamped 1 s in the past and carrying NaN: if it were used, the episode would end."""
     robot = node.robot
-    index, before = run_episode(node)
+    index, before = node.run_episode()
     old = JointState(name=list(robot.names), position=[math.nan] * len(robot.names))
     old.header.stamp = robot.stamp(-1.0)
     faulted = time.monotonic()
@@ -293,7 +245,7 @@ def test_a_joint_state_older_than_the_last_is_dropped(node, fault_matrix):
 
 def test_an_empty_instruction_is_refused_and_the_task_stays(node, fault_matrix):
     robot = node.robot
-    index, before = run_episode(node)
+    index, before = node.run_episode()
     faulted = time.monotonic()
     results = robot.set_parameters(instruction='   ')
     robot.instruction_pub.publish(String(data=''))

@@ -14,7 +14,7 @@ acts in joint velocity, which the node publishes as the command's velocities, so
 marker would be seen on the command topic as it is.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 import json
 import math
 import time
@@ -32,6 +32,7 @@ from ros_harness import (
     is_finite,
     is_hold,
     log_faults,
+    MOTION,
     moving_after,
     NODE_ENV,
     NODE_KEY,
@@ -39,9 +40,9 @@ from ros_harness import (
     NODE_SCALE,
     outcome_after,
     PolicyNodeProcess,
-    process_counts,
     Robot,
-    RosSide,
+    running_node,
+    RunningNode,
     settled_counts,
     start_node_gateway,
     status_values,
@@ -56,7 +57,6 @@ from sequence_ai_ros.node.diagnostics import build_statuses, error_kind, Health
 OK, WARN, ERROR = DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR
 MARGIN_S = 0.5  # DDS both ways and a scheduler on a loaded two-core machine
 SETTLE_S = 0.6  # after the hold: long enough for a stray command to show up
-MOTION = 15  # moving commands seen before a fault: the episode is really running
 MARKER = 7.77
 # 2 s: a 0.4 s answer on a loaded 2-core machine must not time out by itself.
 RETRIES, BACKOFF_S, REQUEST_TIMEOUT_S = 2, 0.25, 2.0
@@ -64,42 +64,6 @@ CAMERA_PERIOD_S = 1 / 10  # the Robot's camera rate
 # Motion the node may have when the gateway stops: the chunk playing, and max_inflight (2)
 # requests in flight that a stopping gateway still answers; 15 steps at the node's rate each.
 PLAN_S = 3 * NODE_SCALE
-
-
-@dataclass
-class Node:
-    robot: Robot
-    process: PolicyNodeProcess
-    params: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def pid(self) -> int:
-        return self.process.proc.pid
-
-    def healthy(self) -> None:
-        """Assert the node is alive, no exception escaped into its log, and no key is in it."""
-        log = self.process.log()
-        assert self.process.proc.poll() is None, log[-3000:]
-        assert log_faults(log) == [], log[-3000:]
-        assert NODE_KEY not in log, 'the API key reached the log'
-
-    def ensure(self, **params: Any) -> None:
-        """Reconfigure the node (deactivate, cleanup, set, configure, activate) if it differs."""
-        if all(self.params.get(k) == v for k, v in params.items()):
-            return
-        robot = self.robot
-        assert robot.deactivate() and robot.cleanup(), self.process.log()[-3000:]
-        results = robot.set_parameters(**params)
-        assert all(r.successful for r in results), [r.reason for r in results]
-        assert robot.configure() and robot.activate(), self.process.log()[-3000:]
-        self.params.update(params)
-
-
-@pytest.fixture(scope='module')
-def ros():
-    side = RosSide()
-    yield side
-    side.close()
 
 
 @pytest.fixture(scope='module')
@@ -135,21 +99,8 @@ def node(ros, proxy):
         # Inputs are not under test here: a test-side publisher stalled by a loaded machine
         # must not end an episode that a gateway fault is meant to be survived in.
         joint_state_timeout_s=2.0, camera_timeout_s=3.0)
-    process = PolicyNodeProcess('gwfaults', params, NODE_ENV)
-    try:
-        assert wait_until(robot.change_client.service_is_ready, 20), process.log()
-        assert robot.configure(), process.log()
-        assert robot.activate(), process.log()
-        started = time.monotonic()  # warm the connection pool: counts compare like with like
-        assert robot.start_episode().success
-        assert wait_until(lambda: moving_after(robot, started) >= MOTION, 20), process.log()
-        assert robot.stop_episode().success
-        assert outcome_after(robot, 0, 10) is not None
-        yield Node(robot, process, dict(params))
-    finally:
-        robot.close()
-        process.stop()
-        assert NODE_KEY not in process.log(), 'the API key reached the log'
+    with running_node(robot, 'gwfaults', params) as node:
+        yield node
 
 
 @pytest.fixture
@@ -158,21 +109,6 @@ def link(proxy):
     proxy.clear()
     yield proxy
     proxy.clear()
-
-
-def run_episode(node: Node) -> tuple[int, tuple[int, int]]:
-    """Reset the robot, start an episode, wait for motion; return (outcome index, counts)."""
-    robot = node.robot
-    robot.reset()
-    time.sleep(5 * CAMERA_PERIOD_S)  # the node's latest inputs are good ones again
-    before = process_counts(node.pid)
-    index = len(robot.outcomes)
-    started = time.monotonic()
-    answer = robot.start_episode()
-    assert answer.success, answer.message
-    assert wait_until(lambda: moving_after(robot, started) >= MOTION, 20), \
-        node.process.log()[-3000:]
-    return index, before
 
 
 def fired(link: FaultProxy, kind: str, seen: int, armed: float,
@@ -216,11 +152,12 @@ def carries_fault(msg) -> bool:
                                      for v in (*point.positions, *point.velocities))
 
 
-def stop_and_measure(node: Node, index: int) -> tuple[float, int, dict[str, Any]]:
+def stop_and_measure(node: RunningNode, index: int) -> tuple[float, int, dict[str, Any]]:
     """Stop the episode explicitly; return (seconds to the hold, commands after it, outcome)."""
     robot = node.robot
     stopped = time.monotonic()
-    assert robot.stop_episode().success
+    answer = robot.stop_episode()
+    assert answer.success, (answer.message, robot.outcomes[index:])
     result = outcome_after(robot, index, 10)
     assert result is not None and result['reason'] == 'stop requested', result
     held, command, _ = first_hold(robot, stopped)
@@ -288,7 +225,7 @@ def test_a_malformed_answer_is_retried_and_never_played(node, link, real_answer,
     robot = node.robot
     body, content_type = MALFORMED[name](real_answer)
     seen = link.stats().faults.get('respond', 0)
-    index, before = run_episode(node)
+    index, before = node.run_episode()
     armed = time.monotonic()
     link.respond_next(1, 200, body, content_type)
     bracket = fired(link, 'respond', seen, armed)
@@ -337,7 +274,7 @@ def test_a_lost_request_is_retried_holding_if_the_plan_runs_dry(node, link, faul
     robot = node.robot
     kind, arm = NETWORK[name]
     seen = link.stats().faults.get(kind, 0)
-    index, before = run_episode(node)
+    index, before = node.run_episode()
     armed = time.monotonic()
     arm(link)
     bracket = fired(link, kind, seen, armed)
@@ -405,7 +342,7 @@ REFUSALS = [
 ]
 
 
-def end_measures(node: Node, index: int, at: float) -> dict[str, Any]:
+def end_measures(node: RunningNode, index: int, at: float) -> dict[str, Any]:
     """After a fault at `at` that must end the episode: outcome, first hold, what followed."""
     robot = node.robot
     result = outcome_after(robot, index, 15)
@@ -433,7 +370,7 @@ def test_a_refused_request_ends_the_episode_holding_at_once(
     node.ensure(request_retries=RETRIES)
     robot = node.robot
     seen = link.stats().faults.get('respond', 0)
-    index, before = run_episode(node)
+    index, before = node.run_episode()
     armed = time.monotonic()
     link.respond_next(1, refusal.status, refusal.body)
     bracket = fired(link, 'respond', seen, armed)
@@ -476,7 +413,7 @@ def test_the_gateway_stopping_holds_when_the_plan_runs_dry_and_ends_after_the_re
         node, link, gateway, fault_matrix):
     node.ensure(request_retries=RETRIES)
     robot = node.robot
-    index, before = run_episode(node)
+    index, before = node.run_episode()
     stopping = time.monotonic()
     try:
         gateway.stop()  # SIGTERM: requests in flight may still be answered
@@ -537,7 +474,7 @@ def test_without_retries_a_malformed_answer_ends_the_episode_holding(
     robot = node.robot
     body, content_type = MALFORMED[name](real_answer)
     seen = link.stats().faults.get('respond', 0)
-    index, before = run_episode(node)
+    index, before = node.run_episode()
     armed = time.monotonic()
     link.respond_next(1, 200, body, content_type)
     bracket = fired(link, 'respond', seen, armed)

@@ -30,7 +30,6 @@ from ros_harness import (
     PolicyNodeProcess,
     process_counts,
     Robot,
-    RosSide,
     start_node_gateway,
     tcp_sockets,
     wait_until,
@@ -45,13 +44,6 @@ CYCLES = 100
 # The client's httpx pool keeps at most this many connections (client/transport.py): abandoned
 # requests may leave it fuller than before, never larger.
 POOL_CONNECTIONS = 4
-
-
-@pytest.fixture(scope='module')
-def ros():
-    side = RosSide()
-    yield side
-    side.close()
 
 
 @pytest.fixture(scope='module')
