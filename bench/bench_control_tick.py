@@ -150,7 +150,7 @@ class Robot:
 
     def __init__(self, joint_rate: float, camera_rate: float, size: tuple[int, int]) -> None:
         import rclpy
-        from rclpy.executors import MultiThreadedExecutor
+        from rclpy.executors import SingleThreadedExecutor
         from rclpy.qos import qos_profile_sensor_data
         from sensor_msgs.msg import Image, JointState
         from sequence_ai_ros.sim.render import SceneRenderer
@@ -179,7 +179,9 @@ class Robot:
         self.change_client: Any = None
         self.node.create_timer(1 / joint_rate, self._send_joints)
         self.node.create_timer(1 / camera_rate, self._send_frames)
-        self.executor = MultiThreadedExecutor(num_threads=2, context=self.context)
+        # Not rclpy 9.1's MultiThreadedExecutor: it piles up duplicate handlers and stalls the
+        # process for up to a second (test/ros_harness.py), and the node would hold on it.
+        self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self._running = True
         self._thread = threading.Thread(target=self._spin, daemon=True)

@@ -5,11 +5,12 @@ rclpy's own signal handlers shut the context down at once, so a node could no lo
 its last hold. Here a signal only stops the spinning; the node holds, then the context is shut
 down.
 
-The executor is a choice, `SEQUENCE_AI_ROS_EXECUTOR=events|single` (default single):
+The executor is a choice, `SEQUENCE_AI_ROS_EXECUTOR=events|single` (default events):
 rclpy's EventsExecutor (`rclpy.experimental` in Kilted; a C++ event queue) spends far less
 Python per callback than the SingleThreadedExecutor, and that per-callback cost is most of a
-policy node's CPU (bench/bench_control_tick.py). An rclpy without it (Humble) falls back to
-single with one info line; an unknown value is a warning and the default, so a typo never
+policy node's CPU (bench/bench_control_tick.py: half the CPU, lower tick jitter). An rclpy
+without it (Humble) falls back to single with one info line; `single` is the way back if a
+robot meets a problem with it; an unknown value is a warning and the default, so a typo never
 keeps a robot's node down.
 """
 
@@ -26,9 +27,7 @@ EXECUTOR_ENV = 'SEQUENCE_AI_ROS_EXECUTOR'
 EVENTS = 'events'
 SINGLE = 'single'
 EXECUTORS = (EVENTS, SINGLE)
-# events halves a node's CPU (bench_control_tick), but rclpy 9.1's EventsExecutor is still
-# experimental and the node's timing tests have not yet been made to pass on it reliably.
-DEFAULT_EXECUTOR = SINGLE
+DEFAULT_EXECUTOR = EVENTS
 # How long a spin waits for work before it looks at the stop flag: the latency of a signal
 # to an idle node (no callback would otherwise run Python on the main thread to notice it).
 POLL_S = 0.1

@@ -75,12 +75,12 @@ def test_environment_variable_picks_the_executor(node, monkeypatch, kind):
         executor.shutdown()
 
 
-def test_default_is_the_single_threaded_executor(node, monkeypatch):
+def test_default_is_the_events_executor_where_rclpy_has_one(node, monkeypatch):
     monkeypatch.delenv(spin.EXECUTOR_ENV, raising=False)
-    assert spin.DEFAULT_EXECUTOR == 'single'
+    assert spin.DEFAULT_EXECUTOR == 'events'
     executor = spin.make_executor(node)
     try:
-        assert not is_events(executor)
+        assert is_events(executor) == HAS_EVENTS
     finally:
         executor.shutdown()
 
@@ -96,7 +96,7 @@ def test_unknown_value_warns_and_uses_the_default(node, monkeypatch, capfd):
     monkeypatch.setenv(spin.EXECUTOR_ENV, 'evnets')
     assert spin.executor_choice(node) == spin.DEFAULT_EXECUTOR
     err = capfd.readouterr().err
-    assert "SEQUENCE_AI_ROS_EXECUTOR='evnets' is not one of events|single: using single" in err
+    assert "SEQUENCE_AI_ROS_EXECUTOR='evnets' is not one of events|single: using events" in err
 
 
 def test_an_explicit_unknown_choice_is_an_error(node):
