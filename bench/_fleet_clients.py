@@ -14,7 +14,7 @@ JSON object with its loops' results and its own CPU time.
 """
 
 import argparse
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 import json
 from pathlib import Path
 import sys
@@ -26,7 +26,7 @@ import warnings
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
-from _fleet_policy import instruction, read_stamp  # noqa: E402
+from _fleet_policy import instruction  # noqa: E402
 from sequence_ai_ros import arm_model  # noqa: E402
 from sequence_ai_ros.client.config import full_model_id  # noqa: E402
 from sequence_ai_ros.client.policy import Policy  # noqa: E402
@@ -39,6 +39,7 @@ from sequence_ai_ros.client.types import (  # noqa: E402
 )
 from sequence_ai_ros.node.images import encode_raw_image  # noqa: E402
 from sequence_ai_ros.sim.render import SceneRenderer  # noqa: E402
+from sequence_ai_ros.stamped_actions import SequenceCheck  # noqa: E402
 
 TARGET_XY = (0.55, -0.2)
 DRAIN_S = 30.0  # after run() returns, how long requests still in flight may take to land
@@ -61,58 +62,6 @@ def cpu_seconds(pid: int | str = 'self') -> float:
     import os
     fields = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
-
-
-@dataclass
-class SequenceCheck:
-    """
-    What one loop executed, read from the stamps: breaks in order, by kind.
-
-    A *break* is any of: an action of another loop (`crossed`), a chunk older than one already
-    played (`out_of_order`), a step played twice or going backwards (`repeated`), steps missing
-    inside a chunk (`skipped_steps`), a chunk left before its last step for a newer one while
-    the run went on (`cut_short`), a chunk entered after its step 0 (`late_entry`).
-    """
-
-    client: int
-    lengths: dict[int, int] = field(default_factory=dict)  # seq -> steps, from the wire
-    played: list[int] = field(default_factory=list)  # seqs, in the order first executed
-    crossed: int = 0
-    out_of_order: int = 0
-    repeated: int = 0
-    skipped_steps: int = 0
-    cut_short: int = 0
-    late_entry: int = 0
-    _seq: int = -1
-    _step: int = -1
-
-    def act(self, values: list[float]) -> None:
-        """Check one executed action against the one before it."""
-        client, seq, step = read_stamp(values[-1])
-        if client != self.client:
-            self.crossed += 1
-            return
-        if seq == self._seq:
-            if step <= self._step:
-                self.repeated += 1
-            elif step > self._step + 1:
-                self.skipped_steps += step - self._step - 1
-        elif seq > self._seq:
-            if self._seq >= 0 and self._step != self.lengths.get(self._seq, 0) - 1:
-                self.cut_short += 1
-            if step != 0:
-                self.late_entry += 1
-            self.played.append(seq)
-        else:
-            self.out_of_order += 1
-            return
-        self._seq, self._step = seq, step
-
-    @property
-    def breaks(self) -> int:
-        """Count every kind of break together."""
-        return (self.crossed + self.out_of_order + self.repeated + self.skipped_steps
-                + self.cut_short + self.late_entry)
 
 
 class _StampedPolicy(Policy):
@@ -224,13 +173,11 @@ class ClientLoop:
         # The run's last answers may land after max_actions: they are not skips.
         newest_played = max(played, default=-1)
         unplayed = len({s for s in policy.received - played if s < newest_played})
-        counts = {k: v for k, v in asdict(check).items()
-                  if k not in ('client', 'lengths', 'played', '_seq', '_step')}
         return LoopResult(
             client=self.client, outcome=outcome, requested=self.requested,
             sent=len(policy.sent), received=len(policy.received), failed=len(policy.failed),
-            lost=len(policy.sent - answered), unplayed=unplayed, check=counts,
-            breaks=check.breaks, timings=list(policy.timings), error=error)
+            lost=len(policy.sent - answered), unplayed=unplayed, check=check.breaks(),
+            breaks=check.total, timings=list(policy.timings), error=error)
 
 
 def run_fleet(base_url: str, api_key: str, model: str, clients: list[int], actions: int,

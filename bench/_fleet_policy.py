@@ -13,29 +13,14 @@ from typing import Any
 import numpy as np
 from sequence_ai_ros.gateway.catalogue import ModelProfile
 from sequence_ai_ros.gateway.reference_policy import ReferencePolicy
+from sequence_ai_ros.stamped_actions import stamp
 
 PREFIX = 'fleet'
-# Integers below 2**53 survive float64 and JSON exactly: 10**6 loops x 10**6 requests x 1000.
-CLIENT_UNIT = 10 ** 9
-SEQ_UNIT = 1000
 
 
 def instruction(client: int, seq: int) -> str:
     """Return the instruction that carries a loop's id and its request's sequence number."""
     return f'{PREFIX} {client} {seq}'
-
-
-def stamp(client: int, seq: int, step: int) -> float:
-    """Return the number a chunk's step carries: loop, request and step index."""
-    return float(client * CLIENT_UNIT + seq * SEQ_UNIT + step)
-
-
-def read_stamp(value: float) -> tuple[int, int, int]:
-    """Return (client, seq, step) from a stamped number."""
-    whole = int(round(value))
-    client, rest = divmod(whole, CLIENT_UNIT)
-    seq, step = divmod(rest, SEQ_UNIT)
-    return client, seq, step
 
 
 class FleetPolicy:

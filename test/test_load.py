@@ -15,7 +15,6 @@ second run kills the gateway mid-run and starts it again on the same port: every
 reconnect by itself and leave no socket or thread behind.
 """
 
-from dataclasses import dataclass, field
 import os
 from pathlib import Path
 import threading
@@ -32,6 +31,7 @@ from sequence_ai_ros.client.policy import Policy
 from sequence_ai_ros.client.transport import Transport
 from sequence_ai_ros.client.types import ImageFrame, Observation, Prediction, Proprioception
 from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.stamped_actions import SequenceCheck, stamp
 
 LOOPS = 32
 TIME_SCALE = 0.25  # a 1.0 s pi05-droid chunk plays in 0.25 s: 32 loops ask 128 requests/s
@@ -42,7 +42,6 @@ RESTART_RUN_S = 16.0
 KEY = 'seq_load_tests_key_00000000000001'
 MODEL = 'pi05-droid'
 PREFIX = 'load'
-LOOP_UNIT, SEQ_UNIT = 10 ** 9, 1000  # stamps stay integers below 2**53: exact through JSON
 TEST_DIR = str(Path(__file__).resolve().parent)
 REPO_ROOT = str(Path(__file__).resolve().parents[1])
 
@@ -58,8 +57,7 @@ class StampingPolicy:
     def act(self, observation: dict, options: dict, rng: Any) -> list[list[float]]:
         """Stamp every step of the chunk with the request's loop and number."""
         _, loop, seq = observation['instruction'].split()
-        base = int(loop) * LOOP_UNIT + int(seq) * SEQ_UNIT
-        return [[0.0] * (self.dim - 1) + [float(base + i)]
+        return [[0.0] * (self.dim - 1) + [stamp(int(loop), int(seq), i)]
                 for i in range(int(options['action_horizon']))]
 
 
@@ -78,57 +76,10 @@ def stamping_gateway(*flags: str) -> GatewayProcess:
 
 # -- one loop ----------------------------------------------------------------------------------
 
-@dataclass
-class Order:
-    """
-    Breaks in what one loop executed, read from the stamps, by kind.
-
-    A chunk may be left for a newer one only when the engine reports it (stale) or the run
-    stops; everything else counted here is a break.
-    """
-
-    loop: int
-    lengths: dict[int, int] = field(default_factory=dict)  # request -> steps on the wire
-    played: list[int] = field(default_factory=list)  # requests, in the order first executed
-    foreign: int = 0  # an action of another loop
-    backwards: int = 0  # a chunk older than one already played
-    repeated: int = 0
-    skipped_steps: int = 0
-    cut_short: int = 0  # a chunk left before its last step while the run went on
-    late_entry: int = 0  # a chunk entered after its step 0
-    _seq: int = -1
-    _step: int = -1
-
-    def act(self, values: list[float]) -> None:
-        """Check one executed action against the one before it."""
-        loop, rest = divmod(int(round(values[-1])), LOOP_UNIT)
-        seq, step = divmod(rest, SEQ_UNIT)
-        if loop != self.loop:
-            self.foreign += 1
-        elif seq < self._seq:
-            self.backwards += 1
-        elif seq == self._seq:
-            self.repeated += step <= self._step
-            self.skipped_steps += max(0, step - self._step - 1)
-            self._step = max(self._step, step)
-        else:
-            if self._seq >= 0 and self._step != self.lengths[self._seq] - 1:
-                self.cut_short += 1
-            self.late_entry += step != 0
-            self.played.append(seq)
-            self._seq, self._step = seq, step
-
-    def breaks(self) -> dict[str, int]:
-        """Return every kind of break with its count."""
-        return {'foreign': self.foreign, 'backwards': self.backwards, 'repeated': self.repeated,
-                'skipped_steps': self.skipped_steps, 'cut_short': self.cut_short,
-                'late_entry': self.late_entry}
-
-
 class _NotingPolicy(Policy):
     """Our Policy, noting each request's fate on the worker thread that sends it."""
 
-    def __init__(self, transport: Transport, model: str, order: Order) -> None:
+    def __init__(self, transport: Transport, model: str, order: SequenceCheck) -> None:
         super().__init__(transport, model)
         self.order = order
         self.sent: set[int] = set()
@@ -167,7 +118,7 @@ class Loop:
         self.number = number
         self.frames = frames
         self.run_options = run_options
-        self.order = Order(number)
+        self.order = SequenceCheck(number)
         self.policy = _NotingPolicy(Transport(api_key=KEY, base_url=base_url),
                                     full_model_id(MODEL), self.order)
         self.requested = 0
@@ -243,7 +194,7 @@ def tally(loops: list[Loop]) -> dict[str, int]:
         total['lost'] += len(policy.unresolved())
         total['played'] += len(loop.order.played)
         total['unplayed'] += len(loop.unplayed())
-        total['breaks'] += sum(loop.order.breaks().values())
+        total['breaks'] += loop.order.total
         if outcome is not None:
             total['stale'] += outcome.stale_chunks
             total['underruns'] += outcome.underruns
@@ -368,22 +319,3 @@ def test_32_loops_ride_through_a_gateway_crash_and_reconnect_without_leaks(fault
     assert len(after_crash) == LOOPS, 'every loop reconnected and played new chunks'
     assert 1 <= stats['connections'] <= 2 * LOOPS, 'at most two connections per Policy'
     assert sockets_after <= sockets and threads_after <= threads
-
-
-def test_the_order_check_sees_every_kind_of_break():
-    def stamp(loop, seq, step):
-        return [0.0, float(loop * LOOP_UNIT + seq * SEQ_UNIT + step)]
-
-    def check(*actions, loop=1):
-        order = Order(loop, lengths=dict.fromkeys(range(10), 3))
-        for action in actions:
-            order.act(stamp(*action))
-        return {kind: n for kind, n in order.breaks().items() if n}
-
-    assert check((1, 0, 0), (1, 0, 1), (1, 0, 2), (1, 2, 0), (1, 2, 1)) == {}
-    assert check((2, 0, 0)) == {'foreign': 1}
-    assert check((1, 3, 0), (1, 3, 1), (1, 3, 2), (1, 2, 0)) == {'backwards': 1}
-    assert check((1, 0, 0), (1, 0, 1), (1, 0, 1), (1, 0, 2)) == {'repeated': 1}
-    assert check((1, 0, 0), (1, 0, 2)) == {'skipped_steps': 1}
-    assert check((1, 0, 0), (1, 0, 1), (1, 1, 0)) == {'cut_short': 1}
-    assert check((1, 0, 0), (1, 0, 1), (1, 0, 2), (1, 1, 1)) == {'late_entry': 1}
