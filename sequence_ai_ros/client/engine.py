@@ -41,6 +41,12 @@ SERIES_LIMIT = 10_000
 LATE_FACTOR = 1.0
 
 
+# The engine sees one round trip; it cannot tell a slow network or model from a gateway whose
+# workers are all busy, where more requests in flight only lengthen the queue.
+_QUEUEING_CAVEAT = (' (unless the latency is requests queueing at a saturated gateway: '
+                    'more in flight would only lengthen its queue)')
+
+
 def blend_weight(i: int, n: int, blend: str) -> float:
     """
     Weight of the model's step i (0-based) in an n-step ramp out of the last action.
@@ -518,11 +524,12 @@ class ChunkEngine:
                        f'latency {p99:.3f}s > {k} x chunk {chunk_s:.3f}s / {k + 1}; '
                        + ('chunks are appended whole while that lasts' if p99 >= chunk_s else
                           f'joins play up to {self.aligned_delay():.3f}s behind their '
-                          'capture while that lasts; raise max_inflight to stay aligned'))
+                          'capture while that lasts; raise max_inflight to stay aligned'
+                          + _QUEUEING_CAVEAT))
         elif self.join == 'append' and p99 > chunk_s * self.max_inflight:
             message = (f'append joining with max_inflight={self.max_inflight} cannot keep up: '
                        f'p99 latency {p99:.3f}s > {self.max_inflight} x chunk {chunk_s:.3f}s; '
-                       'raise max_inflight')
+                       'raise max_inflight' + _QUEUEING_CAVEAT)
         if message:
             self.warnings.append(message)
             if self._warn:
