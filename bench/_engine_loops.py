@@ -1,13 +1,17 @@
 """
-The four control loops the chunk-engine bench puts side by side, each recorded by a Trace.
+The five control loops the chunk-engine bench puts side by side, each recorded by a Trace.
 
 naive      predict, play the whole chunk, predict again (openpi-client style, httpx directly)
 published  the published sequence_ai 0.1.0 client's Policy.run(), unmodified
 append     this project's Policy.run(join='append')
 aligned    this project's Policy.run(join='aligned')
+blended    this project's Policy.run(join='aligned', smooth_seam=blend_steps(horizon),
+           seam_blend='min_jerk'): aligned, each seam ramped out of the last action
 
 Every loop gets the same arm, the same number of actions and validate=lambda a: True; each
-observe() is one request in every loop, so requests are counted the same way for all four.
+observe() is one request in every loop, so requests are counted the same way for all five.
+A blended action is none of the model's values, so it is labelled chunk -1 and every step of
+the ramp counts as a seam (Trace.act, SimRun.act).
 
 `simulate_published` and `simulate_ours` run the published client's loop (a model of it) and
 this project's engine on a simulated clock with the gateway's own latency sampler: what the
@@ -30,10 +34,44 @@ from sequence_ai_ros.client.policy import Policy
 from sequence_ai_ros.client.stream import ActionStream
 from sequence_ai_ros.client.transport import Transport
 from sequence_ai_ros.client.types import Observation, Prediction
-from sequence_ai_ros.gateway.catalogue import ModelProfile
+from sequence_ai_ros.gateway.catalogue import load_catalogue, ModelProfile
 from sequence_ai_ros.gateway.latency import LatencySampler
 
-LOOPS = ('naive', 'published', 'append', 'aligned')
+LOOPS = ('naive', 'published', 'append', 'aligned', 'blended')
+# The blended loop's ramp, as a share of a chunk: half of one (cosmos3 16 steps = 1.07 s,
+# lingbot-vla 7 = 0.23 s). On the simulated clock, cosmos3/fast's mean max seam was 0.065 rad
+# with 8 steps, 0.043 with 16, against the published client's 0.084; moving was unchanged.
+BLEND_SHARE = 0.5
+BLEND_TEXT = 'min-jerk over half a chunk'
+
+
+def blend_steps(action_horizon: int) -> int:
+    """Return the blended loop's ramp length in steps for a chunk of `action_horizon`."""
+    return max(2, int(action_horizon * BLEND_SHARE))
+
+
+@dataclass(frozen=True)
+class OurLoop:
+    """How one of this project's loops calls run(): its join and its seam blending."""
+
+    join: str
+    blend: bool = False
+
+    def smooth_seam(self, action_horizon: int) -> int:
+        """Return run()'s smooth_seam for a model whose chunks have `action_horizon` steps."""
+        return blend_steps(action_horizon) if self.blend else 0
+
+    @property
+    def seam_blend(self) -> str:
+        """Return run()'s seam_blend."""
+        return 'min_jerk' if self.blend else 'linear'
+
+
+OUR_LOOPS: dict[str, OurLoop] = {
+    'append': OurLoop('append'),
+    'aligned': OurLoop('aligned'),
+    'blended': OurLoop('aligned', blend=True),
+}
 
 
 @dataclass
@@ -144,9 +182,14 @@ class _TracedPolicy(Policy):
         return prediction
 
 
-def run_ours(spec: RunSpec, trace: Trace, join: str) -> RunRecord:
-    """Run this project's run() with `join`; actions are matched to chunks by value."""
-    record = RunRecord(join, trace)
+def run_ours(spec: RunSpec, trace: Trace, join: str, *, smooth_seam: int = 0,
+             seam_blend: str = 'linear', loop: str | None = None) -> RunRecord:
+    """
+    Run this project's run() with `join` and seam blending; the record is named `loop`.
+
+    Actions are matched to chunks by value: a blended action matches none and gets chunk -1.
+    """
+    record = RunRecord(loop or join, trace)
     captures: dict[int, tuple[Observation, float]] = {}
     chunk_of: dict[tuple[float, ...], int] = {}
     transport = Transport(api_key=spec.api_key, base_url=spec.base_url)
@@ -169,17 +212,24 @@ def run_ours(spec: RunSpec, trace: Trace, join: str) -> RunRecord:
     with policy:
         record.outcome = policy.run(observe, act, max_actions=spec.actions,
                                     validate=_always_safe, on_chunk=on_chunk, join=join,
-                                    max_inflight=spec.max_inflight)
+                                    max_inflight=spec.max_inflight, smooth_seam=smooth_seam,
+                                    seam_blend=seam_blend)
     record.own_underrun_s = record.outcome.underrun_s
     record.engine = policy.stream.engine.stats if policy.stream is not None else None
     return record
 
 
+def _ours(loop: str) -> Callable[[RunSpec, Trace], RunRecord]:
+    options = OUR_LOOPS[loop]
+    return lambda spec, trace: run_ours(
+        spec, trace, options.join, loop=loop, seam_blend=options.seam_blend,
+        smooth_seam=options.smooth_seam(load_catalogue().get(spec.model).action_horizon))
+
+
 RUNNERS: dict[str, Callable[[RunSpec, Trace], RunRecord]] = {
     'naive': run_naive,
     'published': run_published,
-    'append': lambda spec, trace: run_ours(spec, trace, 'append'),
-    'aligned': lambda spec, trace: run_ours(spec, trace, 'aligned'),
+    **{loop: _ours(loop) for loop in OUR_LOOPS},
 }
 
 
@@ -208,9 +258,13 @@ class SimRun:
     _last_chunk: int = -1
 
     def act(self, arm: SimulatedArm, values: list[float], chunk: int) -> None:
-        """Execute one action and measure the seam as Trace does (joints only)."""
+        """
+        Execute one action and measure the seam as Trace does (joints only).
+
+        Chunk -1 is a blended action: its jump from the action before is a seam too.
+        """
         joints = values[:arm.q.size]
-        if chunk != self._last_chunk and self._last is not None and \
+        if (chunk != self._last_chunk or chunk == -1) and self._last is not None and \
                 arm.profile.action_space in ABSOLUTE_SPACES:
             jump = max(abs(a - b) for a, b in zip(joints, self._last, strict=True))
             self.seam = jump if self.seam is None else max(self.seam, jump)
@@ -281,15 +335,22 @@ def simulate_published(profile: ModelProfile, scenario: str, seed: int, chunks: 
 
 
 def simulate_ours(profile: ModelProfile, scenario: str, seed: int, chunks: int, join: str,
-                  max_inflight: int, world: str = 'circle') -> SimRun:
-    """Drive this project's ChunkEngine as run() does, on a simulated clock."""
+                  max_inflight: int, world: str = 'circle', *, smooth_seam: int = 0,
+                  seam_blend: str = 'linear') -> SimRun:
+    """
+    Drive this project's ChunkEngine as run() does, on a simulated clock.
+
+    A blended step (its values are not the model's) is executed as chunk -1, as the live
+    runs label it, so every step of a ramp counts as a seam.
+    """
     now = [0.0]
     arm = SimulatedArm(profile, seed, world)
     sampler = _sampler(profile, scenario, seed, chunks, lambda: now[0])
     period = 1.0 / profile.control_hz
     run = SimRun(period)
     total = chunks * profile.action_horizon
-    engine = ChunkEngine(join=join, max_inflight=max_inflight, warn=False)
+    engine = ChunkEngine(join=join, max_inflight=max_inflight, smooth_seam=smooth_seam,
+                         blend=seam_blend, warn=False)
     pending: dict[int, tuple[float, object]] = {}
 
     def start() -> None:
@@ -315,8 +376,19 @@ def simulate_ours(profile: ModelProfile, scenario: str, seed: int, chunks: int, 
                 start()
             now[0] = max(now[0], min(at for at, _ in pending.values()))
             continue
-        run.act(arm, step.values, step.chunk)
+        run.act(arm, step.values, step.chunk if step.values == step.raw else -1)
         now[0] += period
     engine.close_underrun(now[0])
     run.stall_s = engine.stats.underrun_s
     return run
+
+
+def simulate_loop(loop: str, profile: ModelProfile, scenario: str, seed: int, chunks: int,
+                  max_inflight: int, world: str = 'circle') -> SimRun:
+    """Run one of SIM_LOOPS (the published model or one of ours) on the simulated clock."""
+    if loop == 'published':
+        return simulate_published(profile, scenario, seed, chunks, world)
+    options = OUR_LOOPS[loop]
+    return simulate_ours(profile, scenario, seed, chunks, options.join, max_inflight, world,
+                         smooth_seam=options.smooth_seam(profile.action_horizon),
+                         seam_blend=options.seam_blend)

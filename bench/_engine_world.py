@@ -135,14 +135,19 @@ class Trace:
         return len(self.chunk_captures) - 1
 
     def act(self, values: list[float], chunk: int) -> None:
-        """Note an executed action and the chunk it came from."""
+        """
+        Note an executed action and the chunk it came from (-1: none, a blended action).
+
+        A seam is the jump from the action before wherever the chunk changes, and at every
+        blended action, so that a whole blend ramp is measured, not only its first step.
+        """
         now = time.monotonic()
         self.acted.append(now)
         if 0 <= chunk < len(self.chunk_captures):
             self.ages.append(now - self.chunk_captures[chunk])
         # Joints only: the gripper is a 0..1 position in every space and would swamp them.
         joints = list(values[:self.joints])
-        if chunk != self._last_chunk and self._last_values is not None:
+        if (chunk != self._last_chunk or chunk == -1) and self._last_values is not None:
             self.seams.append(max(abs(a - b) for a, b in zip(joints, self._last_values)))
         self._last_values, self._last_chunk = joints, chunk
 

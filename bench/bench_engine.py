@@ -2,19 +2,20 @@
 Issue #4's benchmark: the chunk engine against the published client, side by side.
 
 Run: .venv/bin/python bench/bench_engine.py [--quick] [--profiles NAME ...]
-     [--scenarios steady heavy_tail step fast] [--loops naive published append aligned]
-     [--world circle|hops] [--chunks N] [--time-scale S] [--no-write | --write]
-     [--markdown PATH] [--simulate SEEDS]
+     [--scenarios steady heavy_tail step fast]
+     [--loops naive published append aligned blended] [--world circle|hops]
+     [--chunks N] [--time-scale S] [--no-write | --write] [--markdown PATH] [--simulate SEEDS]
 
-Four loops drive a kinematic arm through the local gateway (a real HTTP server, time-scaled),
+Five loops drive a kinematic arm through the local gateway (a real HTTP server, time-scaled),
 one after another so they never disturb each other: a naive refill-when-empty loop, the
 published sequence_ai 0.1.0 client's run() as shipped, and this project's run() in append and
-time-aligned modes. Every catalogue profile meets every latency scenario; one gateway process
-serves each scenario, except `step`, which gets a fresh gateway per run so that the latency
-doubles when about half of that run's actions are done. Then the same engine, and a model of
-the published client's loop, run on a simulated clock over several seeds: the loops without
-the machine (no late ticks), to tell the engine's misses from the measurement's. The full run
-writes its section of bench/RESULTS.md (a subset or --quick run only prints, unless --write).
+time-aligned modes and time-aligned with a min-jerk seam blend. Every catalogue profile meets
+every latency scenario; one gateway process serves each scenario, except `step`, which gets a
+fresh gateway per run so that the latency doubles when about half of that run's actions are
+done. Then the same engine, and a model of the published client's loop, run on a simulated
+clock over several seeds: the loops without the machine (no late ticks), to tell the engine's
+misses from the measurement's. The full run writes its section of bench/RESULTS.md (a subset
+or --quick run only prints, unless --write).
 """
 
 import argparse
@@ -32,8 +33,7 @@ from _engine_loops import (  # noqa: E402
     run_loop,
     RunSpec,
     SimRun,
-    simulate_ours,
-    simulate_published,
+    simulate_loop,
 )
 from _engine_report import (  # noqa: E402
     comparisons,
@@ -214,10 +214,8 @@ def simulate(args: argparse.Namespace,
         for scenario in args.scenarios:
             for loop in SIM_LOOPS:
                 runs[(profile.name, scenario, loop)] = [
-                    simulate_published(profile, scenario, seed, args.chunks, args.world)
-                    if loop == 'published' else
-                    simulate_ours(profile, scenario, seed, args.chunks, loop, args.max_inflight,
-                                  args.world)
+                    simulate_loop(loop, profile, scenario, seed, args.chunks,
+                                  args.max_inflight, args.world)
                     for seed in range(args.simulate)]
             moving = ', '.join(
                 f'{loop} {100 * min(r.moving for r in runs[(profile.name, scenario, loop)]):.1f}%'
@@ -287,7 +285,9 @@ def main(argv: list[str] | None = None) -> int:
         "ticks). **published model**: its run()'s logic as its code reads (one request in "
         'flight, prefetch when the buffer is at most the latency EMA x 1.25 + one period, the '
         'next chunk taken once the buffer is empty), not the package itself. Ours: the real '
-        f'ChunkEngine, max_inflight={args.max_inflight}.\n\n' + simulated_table(simulated),
+        f'ChunkEngine, max_inflight={args.max_inflight} (blended: smooth_seam=half the '
+        "chunk's steps, blend='min_jerk', every ramp step a seam).\n\n"
+        + simulated_table(simulated),
     ] if simulated else []))
     print('\n' + body)
     if args.markdown is not None:
