@@ -15,8 +15,8 @@ import threading
 import time
 
 OUT_ENV = 'SEQUENCE_AI_ROS_RELIABILITY_OUT'
-AREAS = ('network', 'gateway', 'malformed answer', 'ROS input', 'lifecycle', 'load', 'fuzz',
-         'secrets')
+AREAS = ('network', 'gateway', 'malformed answer', 'ROS input', 'hold service', 'lifecycle',
+         'load', 'fuzz', 'secrets')
 
 
 @dataclass

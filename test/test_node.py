@@ -10,6 +10,7 @@ import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 import pytest
+from reliability import FaultRow
 from ros_harness import (
     node_parameters,
     PolicyNodeProcess,
@@ -339,7 +340,7 @@ def _stop_holding(robot, process):
     return stopped
 
 
-def test_a_hold_service_that_appears_late_is_still_called(gateway, launch, ros):
+def test_a_hold_service_that_appears_late_is_still_called(gateway, launch, ros, fault_matrix):
     robot, process = launch(gateway, max_actions=100000, hold_service='robot/late_hold',
                             hold_service_timeout_s=5.0)
     calls = []
@@ -351,9 +352,19 @@ def test_a_hold_service_that_appears_late_is_still_called(gateway, launch, ros):
     stopped = _stop_holding(robot, process)
     time.sleep(0.5)  # the hold has been published; the service is not there yet
     assert calls == []
+    assert is_hold(robot.command_list()[-1][1].points[0])
+    commands = len(robot.command_list())
     service = ros.node.create_service(Trigger, f'{robot.ns}/robot/late_hold', on_hold)
     try:
-        assert wait_until(lambda: calls, 5), process.log()
+        called = wait_until(lambda: calls, 5)
+        fault_matrix.record(FaultRow(
+            area='hold service', case='the hold service appears 0.5 s after a hold',
+            outcome='the hold command is published at once; the service is called when it '
+                    'appears (waited for up to hold_service_timeout_s, 5 s here)',
+            commands_after_fault=len(robot.command_list()) - commands,
+            extra={'service_called_after_stop_s': round(calls[0] - stopped, 3)
+                   if calls else None}))
+        assert called, process.log()
         assert len(calls) == 1 and calls[0] - stopped > 0.5
         assert 'hold service' not in process.log()
     finally:
@@ -361,7 +372,8 @@ def test_a_hold_service_that_appears_late_is_still_called(gateway, launch, ros):
 
 
 @pytest.mark.parametrize('case', ['absent', 'refusing'])
-def test_a_hold_service_that_fails_is_an_error_on_diagnostics(gateway, launch, ros, case):
+def test_a_hold_service_that_fails_is_an_error_on_diagnostics(gateway, launch, ros, case,
+                                                              fault_matrix):
     robot, process = launch(gateway, max_actions=100000, hold_service='robot/brake',
                             hold_service_timeout_s=0.3, watch_diagnostics=True)
     service = None
@@ -375,9 +387,19 @@ def test_a_hold_service_that_fails_is_an_error_on_diagnostics(gateway, launch, r
         expected = 'is not available' if case == 'absent' else 'refused: brake not engaged'
 
         def reported():
-            return [s for _, s in statuses_after(robot, stopped, 'episode')
+            return [(t, s) for t, s in statuses_after(robot, stopped, 'episode')
                     if expected in s.message]
-        shown = wait_until(reported, 5)
+        seen = wait_until(reported, 5)
+        shown = [s for _, s in seen or []]
+        fault_matrix.record(FaultRow(
+            area='hold service',
+            case={'absent': 'the hold service never appears (hold_service_timeout_s 0.3)',
+                  'refusing': 'the hold service answers success: false'}[case],
+            outcome='the hold command is published; ERROR on the episode status of '
+                    '/diagnostics and in the log, naming the service',
+            commands_after_fault=0 if is_hold(robot.command_list()[-1][1].points[0]) else 1,
+            extra={'diagnostics_error_after_stop_s':
+                   round(seen[0][0] - stopped, 3) if seen else None}))
         assert shown, process.log()
         assert shown[0].level == DiagnosticStatus.ERROR
         values = status_values(shown[0])
