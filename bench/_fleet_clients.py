@@ -29,17 +29,16 @@ sys.path[:0] = [str(HERE), str(HERE.parent)]
 from _fleet_policy import instruction  # noqa: E402
 from sequence_ai_ros import arm_model  # noqa: E402
 from sequence_ai_ros.client.config import full_model_id  # noqa: E402
-from sequence_ai_ros.client.policy import Policy  # noqa: E402
 from sequence_ai_ros.client.transport import Transport  # noqa: E402
 from sequence_ai_ros.client.types import (  # noqa: E402
     ImageFrame,
     Observation,
-    Prediction,
     Proprioception,
 )
 from sequence_ai_ros.node.images import encode_raw_image  # noqa: E402
 from sequence_ai_ros.sim.render import SceneRenderer  # noqa: E402
 from sequence_ai_ros.stamped_actions import SequenceCheck  # noqa: E402
+from sequence_ai_ros.stamped_policy import StampedPolicy  # noqa: E402
 
 TARGET_XY = (0.55, -0.2)
 DRAIN_S = 30.0  # after run() returns, how long requests still in flight may take to land
@@ -62,45 +61,6 @@ def cpu_seconds(pid: int | str = 'self') -> float:
     import os
     fields = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
-
-
-class _StampedPolicy(Policy):
-    """Our Policy, noting each request's fate and round trip on the worker thread."""
-
-    def __init__(self, transport: Transport, model: str, check: SequenceCheck) -> None:
-        super().__init__(transport, model)
-        self.check = check
-        self.sent: set[int] = set()
-        self.received: set[int] = set()
-        self.failed: set[int] = set()
-        # (wall seconds of the HTTP round trip, the server's own inference_ms) per answer
-        self.timings: list[tuple[float, float | None]] = []
-        self._lock = threading.Lock()
-
-    def send(self, observation: Observation, options: dict[str, Any]) -> Prediction:
-        seq = int(observation.instruction.split()[2])
-        with self._lock:
-            self.sent.add(seq)
-        began = time.monotonic()
-        try:
-            prediction = super().send(observation, options)
-        except BaseException:
-            with self._lock:
-                self.failed.add(seq)
-            raise
-        took = time.monotonic() - began
-        inference = prediction.perf.get('inference_ms')
-        with self._lock:
-            self.check.lengths[seq] = len(prediction.action_chunk.steps)
-            self.received.add(seq)
-            self.timings.append((took, float(inference)
-                                 if isinstance(inference, (int, float)) else None))
-        return prediction
-
-    def settled(self) -> bool:
-        """Whether every request that reached send() has been answered or has failed."""
-        with self._lock:
-            return self.sent <= self.received | self.failed
 
 
 @dataclass
@@ -131,7 +91,7 @@ class ClientLoop:
         self.frames = frames
         self.check = SequenceCheck(client)
         transport = Transport(api_key=api_key, base_url=base_url)
-        self.policy = _StampedPolicy(transport, full_model_id(model), self.check)
+        self.policy = StampedPolicy(transport, full_model_id(model), self.check)
         self.requested = 0
         self.result: LoopResult | None = None
 
@@ -160,7 +120,7 @@ class ClientLoop:
                 outcome = asdict(result)
                 # Answers still in flight land on their worker threads; wait for each fate.
                 deadline = time.monotonic() + DRAIN_S
-                while not self.policy.settled() and time.monotonic() < deadline:
+                while self.policy.unresolved() and time.monotonic() < deadline:
                     time.sleep(0.01)
         except Exception as exc:  # noqa: BLE001 (recorded in the row, not fatal to the fleet)
             error = f'{type(exc).__name__}: {exc}'
@@ -168,14 +128,14 @@ class ClientLoop:
 
     def _result(self, outcome: dict[str, Any], error: str) -> LoopResult:
         policy, check = self.policy, self.check
-        answered = policy.received | policy.failed
+        answered = policy.answered | policy.failed
         played = set(check.played)
         # The run's last answers may land after max_actions: they are not skips.
         newest_played = max(played, default=-1)
-        unplayed = len({s for s in policy.received - played if s < newest_played})
+        unplayed = len({s for s in policy.answered - played if s < newest_played})
         return LoopResult(
             client=self.client, outcome=outcome, requested=self.requested,
-            sent=len(policy.sent), received=len(policy.received), failed=len(policy.failed),
+            sent=len(policy.sent), received=len(policy.answered), failed=len(policy.failed),
             lost=len(policy.sent - answered), unplayed=unplayed, check=check.breaks(),
             breaks=check.total, timings=list(policy.timings), error=error)
 

@@ -14,13 +14,14 @@ import numpy as np
 from sequence_ai_ros.gateway.catalogue import ModelProfile
 from sequence_ai_ros.gateway.reference_policy import ReferencePolicy
 from sequence_ai_ros.stamped_actions import stamp
+from sequence_ai_ros.stamped_policy import stamped_instruction
 
 PREFIX = 'fleet'
 
 
 def instruction(client: int, seq: int) -> str:
     """Return the instruction that carries a loop's id and its request's sequence number."""
-    return f'{PREFIX} {client} {seq}'
+    return stamped_instruction(PREFIX, client, seq)
 
 
 class FleetPolicy:

@@ -27,11 +27,11 @@ from PIL import Image
 from reliability import FaultRow, open_sockets, resident_kib, settled, thread_count
 from sequence_ai_ros import arm_model
 from sequence_ai_ros.client.config import full_model_id
-from sequence_ai_ros.client.policy import Policy
 from sequence_ai_ros.client.transport import Transport
-from sequence_ai_ros.client.types import ImageFrame, Observation, Prediction, Proprioception
+from sequence_ai_ros.client.types import ImageFrame, Observation, Proprioception
 from sequence_ai_ros.gateway.process import GatewayProcess
 from sequence_ai_ros.stamped_actions import SequenceCheck, stamp
+from sequence_ai_ros.stamped_policy import stamped_instruction, StampedPolicy
 
 LOOPS = 32
 TIME_SCALE = 0.25  # a 1.0 s pi05-droid chunk plays in 0.25 s: 32 loops ask 128 requests/s
@@ -76,40 +76,6 @@ def stamping_gateway(*flags: str) -> GatewayProcess:
 
 # -- one loop ----------------------------------------------------------------------------------
 
-class _NotingPolicy(Policy):
-    """Our Policy, noting each request's fate on the worker thread that sends it."""
-
-    def __init__(self, transport: Transport, model: str, order: SequenceCheck) -> None:
-        super().__init__(transport, model)
-        self.order = order
-        self.sent: set[int] = set()
-        self.answered: set[int] = set()
-        self.failed: set[int] = set()
-        self.answered_at: dict[int, float] = {}
-        self._lock = threading.Lock()
-
-    def send(self, observation: Observation, options: dict[str, Any]) -> Prediction:
-        seq = int(observation.instruction.split()[2])
-        with self._lock:
-            self.sent.add(seq)
-        try:
-            prediction = super().send(observation, options)
-        except BaseException:
-            with self._lock:
-                self.failed.add(seq)
-            raise
-        with self._lock:
-            self.order.lengths[seq] = len(prediction.action_chunk.steps)
-            self.answered.add(seq)
-            self.answered_at[seq] = time.monotonic()
-        return prediction
-
-    def unresolved(self) -> set[int]:
-        """Return the requests sent and neither answered nor failed (yet)."""
-        with self._lock:
-            return self.sent - self.answered - self.failed
-
-
 class Loop:
     """One control loop on its own Policy, played until a deadline (validate then says no)."""
 
@@ -119,7 +85,7 @@ class Loop:
         self.frames = frames
         self.run_options = run_options
         self.order = SequenceCheck(number)
-        self.policy = _NotingPolicy(Transport(api_key=KEY, base_url=base_url),
+        self.policy = StampedPolicy(Transport(api_key=KEY, base_url=base_url),
                                     full_model_id(MODEL), self.order)
         self.requested = 0
         self.deadline = 0.0
@@ -132,7 +98,7 @@ class Loop:
         return Observation(
             images=self.frames,
             proprioception=Proprioception([float(v) for v in arm_model.HOME], gripper=0.0),
-            instruction=f'{PREFIX} {self.number} {self.requested - 1}')
+            instruction=stamped_instruction(PREFIX, self.number, self.requested - 1))
 
     def run(self, start_at: float, seconds: float) -> None:
         """Run from `start_at` for `seconds`, then wait for the fate of every request sent."""
