@@ -336,7 +336,9 @@ def test_eight_policies_in_eight_threads_never_cross(half_speed_gateway):
         thread.join(60)
     assert fast_gateway.stats()['connections'] - before == 8
     for k, (joint0, chunks, played, outcome) in results.items():
-        assert outcome.actions == 150 and outcome.underruns == 0, (k, outcome)
+        # Eight loops and their gateway on two cores: a tick may come a hair late (CI saw one
+        # underrun of 0.00 s); a loop starved of chunks would show seconds.
+        assert outcome.actions == 150 and outcome.underrun_s < 0.2, (k, outcome)
         # Played actions are this loop's own chunks, whole and in order (append mode).
         expected = [step for chunk in chunks for step in chunk.action_chunk.steps]
         assert played == expected[:150], f'loop {k}: sequence break'

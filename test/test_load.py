@@ -38,6 +38,10 @@ TIME_SCALE = 0.25  # a 1.0 s pi05-droid chunk plays in 0.25 s: 32 loops ask 128 
 RUN_S = 36.0
 WARMUP_S = 9.0  # memory after this point is compared with the end of the run
 MEMORY_BOUND_KIB = 16 * 1024  # peak to peak; ~12 KiB per request answered in between
+# The gateway's RSS swings by ~30 MiB as its worker threads come and go (a glibc arena each):
+# peaks of the thirds differed by -4.8 to +5.0 MiB locally, by 24.1 MiB on a clean CI machine
+# (its rerun failed too). 32 MiB still fails a leak of 8 KiB or more per request (~4,000).
+GATEWAY_MEMORY_BOUND_KIB = 32 * 1024
 RESTART_RUN_S = 16.0
 KEY = 'seq_load_tests_key_00000000000001'
 MODEL = 'pi05-droid'
@@ -214,7 +218,8 @@ def test_32_loops_for_a_sustained_period_lose_and_reorder_nothing(fault_matrix):
         outcome=f"{total['played']} chunks played in observation order, every step once; "
         f"{total['lost']} lost, {total['breaks']} sequence breaks; {total['unplayed']} "
         f'skipped, all reported stale; peak RSS growth after warm-up {own_growth} KiB here, '
-        f'{gateway_growth} KiB in the gateway (bound {MEMORY_BOUND_KIB} KiB)',
+        f'{gateway_growth} KiB in the gateway (bounds {MEMORY_BOUND_KIB} and '
+        f'{GATEWAY_MEMORY_BOUND_KIB} KiB)',
         sockets=(sockets, sockets_after), threads=(threads, threads_after),
         extra={**total, 'gateway_answered': answered_by_gateway(stats),
                'connections': stats['connections'], 'max_queued': model['max_queued'],
@@ -242,7 +247,8 @@ def test_32_loops_for_a_sustained_period_lose_and_reorder_nothing(fault_matrix):
     assert total['answered'] == answered_by_gateway(stats)
     assert total['unplayed'] <= total['stale']
     assert len(warm) >= 10, 'memory was sampled through the run'
-    assert own_growth < MEMORY_BOUND_KIB and gateway_growth < MEMORY_BOUND_KIB
+    assert own_growth < MEMORY_BOUND_KIB and gateway_growth < GATEWAY_MEMORY_BOUND_KIB, \
+        [(round(t, 1), own, gw) for t, own, gw in warm]
     assert sockets_after <= sockets and threads_after <= threads
     assert gateway_sockets_after <= gateway_sockets, 'the gateway closed every connection'
 
