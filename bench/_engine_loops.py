@@ -292,6 +292,15 @@ def _sampler(profile: ModelProfile, scenario: str, seed: int, chunks: int,
     return LatencySampler(scenario, 1.0, step_after_s=half, seed=seed, clock=clock)
 
 
+def _sim_start(profile: ModelProfile, scenario: str, seed: int, chunks: int,
+               world: str) -> tuple[list[float], SimulatedArm, LatencySampler, SimRun, int]:
+    """Return a simulated run's clock (a one-item list), arm, sampler, record and length."""
+    now = [0.0]
+    sampler = _sampler(profile, scenario, seed, chunks, lambda: now[0])
+    return (now, SimulatedArm(profile, seed, world), sampler,
+            SimRun(1.0 / profile.control_hz), chunks * profile.action_horizon)
+
+
 def simulate_published(profile: ModelProfile, scenario: str, seed: int, chunks: int,
                        world: str = 'circle') -> SimRun:
     """
@@ -301,12 +310,8 @@ def simulate_published(profile: ModelProfile, scenario: str, seed: int, chunks: 
     latency (0.3 new) x 1.25 + one period; a chunk is taken (replacing the empty buffer) only
     once the buffer is empty, and waiting for it then is an underrun.
     """
-    now = [0.0]
-    arm = SimulatedArm(profile, seed, world)
-    sampler = _sampler(profile, scenario, seed, chunks, lambda: now[0])
-    period = 1.0 / profile.control_hz
-    run = SimRun(period)
-    total = chunks * profile.action_horizon
+    now, arm, sampler, run, total = _sim_start(profile, scenario, seed, chunks, world)
+    period = run.period
     chunk = arm.plan(0.0)
     latency = sampler.sample(profile)
     run.requests, now[0], ema = 1, latency, latency
@@ -343,12 +348,8 @@ def simulate_ours(profile: ModelProfile, scenario: str, seed: int, chunks: int, 
     A blended step (its values are not the model's) is executed as chunk -1, as the live
     runs label it, so every step of a ramp counts as a seam.
     """
-    now = [0.0]
-    arm = SimulatedArm(profile, seed, world)
-    sampler = _sampler(profile, scenario, seed, chunks, lambda: now[0])
-    period = 1.0 / profile.control_hz
-    run = SimRun(period)
-    total = chunks * profile.action_horizon
+    now, arm, sampler, run, total = _sim_start(profile, scenario, seed, chunks, world)
+    period = run.period
     engine = ChunkEngine(join=join, max_inflight=max_inflight, smooth_seam=smooth_seam,
                          blend=seam_blend, warn=False)
     pending: dict[int, tuple[float, object]] = {}

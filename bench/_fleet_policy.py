@@ -13,8 +13,7 @@ from typing import Any
 import numpy as np
 from sequence_ai_ros.gateway.catalogue import ModelProfile
 from sequence_ai_ros.gateway.reference_policy import ReferencePolicy
-from sequence_ai_ros.stamped_actions import stamp
-from sequence_ai_ros.stamped_policy import stamped_instruction
+from sequence_ai_ros.stamped_actions import read_instruction, stamp, stamped_instruction
 
 PREFIX = 'fleet'
 
@@ -35,9 +34,9 @@ class FleetPolicy:
             rng: np.random.Generator) -> tuple[np.ndarray, list[str]]:
         """Plan as the reference policy does, then stamp every step."""
         rows, warnings = self.reference.act(observation, options, rng)
-        words = str(observation.get('instruction', '')).split()
-        if len(words) == 3 and words[0] == PREFIX:
-            client, seq = int(words[1]), int(words[2])
+        stamped = read_instruction(str(observation.get('instruction', '')), PREFIX)
+        if stamped is not None:
+            client, seq = stamped
             rows = np.array(rows, dtype=float)
             rows[:, -1] = [stamp(client, seq, i) for i in range(len(rows))]
         return rows, warnings

@@ -26,6 +26,19 @@ def stamp(loop: int, seq: int, step: int) -> float:
     return float(loop * LOOP_UNIT + seq * SEQ_UNIT + step)
 
 
+def stamped_instruction(prefix: str, loop: int, seq: int) -> str:
+    """Return the instruction that carries a loop's id and its request's sequence number."""
+    return f'{prefix} {loop} {seq}'
+
+
+def read_instruction(instruction: str, prefix: str) -> tuple[int, int] | None:
+    """Return (loop, seq) from a stamped instruction, or None if it is not one of `prefix`."""
+    words = instruction.split()
+    if len(words) != 3 or words[0] != prefix:
+        return None
+    return int(words[1]), int(words[2])
+
+
 def read_stamp(value: float) -> tuple[int, int, int]:
     """Return (loop, seq, step) from a stamped number."""
     loop, rest = divmod(int(round(value)), LOOP_UNIT)

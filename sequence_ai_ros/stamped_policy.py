@@ -3,7 +3,8 @@ A Policy that notes the fate of every request, for loops whose actions carry sta
 
 The load test and the fleet bench run many `Policy.run()` loops against one gateway and must
 account for every request: sent, answered or failed, never lost. Each loop's observation
-carries `<prefix> <loop> <seq>` as its instruction (`stamped_instruction`); the policy notes
+carries `<prefix> <loop> <seq>` as its instruction (`stamped_instruction` in stamped_actions);
+the policy notes
 each request on the worker thread that sends it, and tells the loop's `SequenceCheck` how
 long each answered chunk is, before any of its actions can play.
 """
@@ -16,16 +17,6 @@ from .client.policy import Policy
 from .client.transport import Transport
 from .client.types import Observation, Prediction
 from .stamped_actions import SequenceCheck
-
-
-def stamped_instruction(prefix: str, loop: int, seq: int) -> str:
-    """Return the instruction that carries a loop's id and its request's sequence number."""
-    return f'{prefix} {loop} {seq}'
-
-
-def instruction_seq(instruction: str) -> int:
-    """Return the request sequence number a stamped instruction carries."""
-    return int(instruction.split()[2])
 
 
 class StampedPolicy(Policy):
@@ -44,7 +35,7 @@ class StampedPolicy(Policy):
 
     def send(self, observation: Observation, options: dict[str, Any]) -> Prediction:
         """Send as Policy does, noting the request as sent, then answered or failed."""
-        seq = instruction_seq(observation.instruction)
+        seq = int(observation.instruction.split()[2])  # <prefix> <loop> <seq>
         with self._lock:
             self.sent.add(seq)
         began = time.monotonic()

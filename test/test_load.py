@@ -30,8 +30,13 @@ from sequence_ai_ros.client.config import full_model_id
 from sequence_ai_ros.client.transport import Transport
 from sequence_ai_ros.client.types import ImageFrame, Observation, Proprioception
 from sequence_ai_ros.gateway.process import GatewayProcess
-from sequence_ai_ros.stamped_actions import SequenceCheck, stamp
-from sequence_ai_ros.stamped_policy import stamped_instruction, StampedPolicy
+from sequence_ai_ros.stamped_actions import (
+    read_instruction,
+    SequenceCheck,
+    stamp,
+    stamped_instruction,
+)
+from sequence_ai_ros.stamped_policy import StampedPolicy
 
 LOOPS = 32
 TIME_SCALE = 0.25  # a 1.0 s pi05-droid chunk plays in 0.25 s: 32 loops ask 128 requests/s
@@ -60,8 +65,8 @@ class StampingPolicy:
 
     def act(self, observation: dict, options: dict, rng: Any) -> list[list[float]]:
         """Stamp every step of the chunk with the request's loop and number."""
-        _, loop, seq = observation['instruction'].split()
-        return [[0.0] * (self.dim - 1) + [stamp(int(loop), int(seq), i)]
+        loop, seq = read_instruction(observation['instruction'], PREFIX)
+        return [[0.0] * (self.dim - 1) + [stamp(loop, seq, i)]
                 for i in range(int(options['action_horizon']))]
 
 
