@@ -1,0 +1,38 @@
+"""
+What every simulated ros2_control controller offers the simulated arm's hardware loop.
+
+As in ros2_control, each controller claims the command interface of some joints ('position' or
+'velocity') and is updated once per hardware cycle with the state of those joints; it is its
+own ROS node, named after the controller, carrying the upstream controller's parameters (so
+`ros2 param get /<controller> joints` and `/<controller>/get_parameters` answer as they would
+on a robot). Two controllers never claim the same joint.
+"""
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+
+POSITION, VELOCITY = 'position', 'velocity'
+COMMAND_INTERFACES = (POSITION, VELOCITY)
+
+
+class SimController(Protocol):
+    """A controller of some joints; the hardware loop calls :meth:`update` every cycle."""
+
+    @property
+    def claimed_joints(self) -> Sequence[str]:
+        """Return the joints whose command interface this controller writes, in its order."""
+
+    @property
+    def command_interface(self) -> str:
+        """Return 'position' or 'velocity': what :meth:`update` returns per claimed joint."""
+
+    def update(self, now: float, position: np.ndarray, velocity: np.ndarray
+               ) -> np.ndarray | None:
+        """
+        Return the command for each claimed joint at `now` (seconds, the node clock).
+
+        `position` and `velocity` are the claimed joints' measured state, in claimed order.
+        None means "no command": the hardware holds those joints where they are.
+        """
