@@ -14,6 +14,7 @@ robot meets a problem with it; an unknown value is a warning and the default, so
 keeps a robot's node down.
 """
 
+from collections.abc import Callable
 import os
 import signal
 import threading
@@ -21,6 +22,7 @@ from typing import Any
 
 import rclpy
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
+import rclpy.logging
 from rclpy.node import Node
 
 EXECUTOR_ENV = 'SEQUENCE_AI_ROS_EXECUTOR'
@@ -125,13 +127,37 @@ class _StopOnSignal:
             signal.signal(signum, handler)
 
 
-def _spin(executor: Any) -> None:
+def _spin(executor: Any, on_error: Callable[[Exception], None]) -> None:
     context = executor.context
     with _StopOnSignal() as stop:
         # spin_once with a timeout rather than spin(): the EventsExecutor's spin() in rclpy
         # 9.1 (Kilted) busy-waits a whole core, and neither spin() sees a signal while idle.
         while context.ok() and not stop.requested:
-            executor.spin_once(timeout_sec=POLL_S)
+            try:
+                executor.spin_once(timeout_sec=POLL_S)
+            except (KeyboardInterrupt, ExternalShutdownException):
+                raise
+            except Exception as exc:
+                # A callback rclpy runs for itself (not through the node's guard) raised: the
+                # process stays up; a context shut down under us ends the spin as before.
+                if not context.ok():
+                    raise
+                on_error(exc)
+
+
+def _spin_error_reporter(node: Node | None) -> Callable[[Exception], None]:
+    """Report an exception from spin_once through the node's guard, else log each kind once."""
+    guard = getattr(node, 'callback_guard', None)
+    if guard is not None:
+        return lambda exc: guard.fault('executor', exc)
+    seen: set[str] = set()
+    logger = node.get_logger() if node is not None else rclpy.logging.get_logger('spin')
+
+    def log_once(exc: Exception) -> None:
+        if type(exc).__name__ not in seen:
+            seen.add(type(exc).__name__)
+            logger.error(f'a callback raised {type(exc).__name__}: {exc}; still spinning')
+    return log_once
 
 
 def spin_until_shutdown(node_or_executor: Any) -> None:
@@ -139,12 +165,14 @@ def spin_until_shutdown(node_or_executor: Any) -> None:
     Spin a node (on make_executor's executor) or an executor until a signal or shutdown.
 
     A signal ends it quietly after the callback in progress, as does a shutdown of the
-    context by someone else; any other error propagates.
+    context by someone else. An exception out of a callback does not end it: it goes to the
+    node's `callback_guard` if it has one (the policy node holds), else it is logged once per
+    kind.
     """
     node = node_or_executor if isinstance(node_or_executor, Node) else None
     executor = make_executor(node) if node is not None else node_or_executor
     try:
-        _spin(executor)
+        _spin(executor, _spin_error_reporter(node))
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception:

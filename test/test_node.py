@@ -409,3 +409,26 @@ def test_a_hold_service_that_fails_is_an_error_on_diagnostics(gateway, launch, r
     finally:
         if service is not None:
             ros.node.destroy_service(service)
+
+
+def test_every_ending_after_a_completed_episode_keeps_the_node_up(gateway, launch):
+    """A completed episode, then a stopped one, then stop with none running: still up."""
+    robot, process = launch(gateway, max_actions=20)
+    bring_up(robot, process)
+    first = outcome(robot)
+    assert first['outcome'] == 'completed', first
+    # The next episode runs long and is stopped: the other severity of the same log line.
+    assert robot.set_parameters(instruction='reach the red disc again')[0].successful
+    assert robot.call(robot.start_client, Trigger.Request()).success
+    started = time.monotonic()
+    assert wait_until(lambda: any(t > started for t, _ in robot.command_list()), 10)
+    assert robot.call(robot.stop_client, Trigger.Request()).success
+    assert wait_until(lambda: len(robot.outcomes) == 2, 10), process.log()[-3000:]
+    assert json.loads(robot.outcomes[1])['outcome'] in ('stopped', 'completed')
+    answer = robot.call(robot.stop_client, Trigger.Request())
+    assert not answer.success and 'no episode' in answer.message
+    assert robot.call(robot.start_client, Trigger.Request()).success
+    assert wait_until(lambda: len(robot.outcomes) == 3, 20), process.log()[-3000:]
+    assert process.proc.poll() is None, process.log()[-3000:]
+    assert robot.state() == 'active'
+    assert 'Traceback' not in process.log(), process.log()[-3000:]

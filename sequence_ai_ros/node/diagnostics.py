@@ -107,6 +107,8 @@ class Health:
     hold_service_calls: int = 0
     hold_service_failures: int = 0
     hold_service_problem: str = ''
+    internal_faults: int = 0
+    last_internal_fault: str = ''
 
 
 def error_kind(error: BaseException) -> str:
@@ -229,6 +231,9 @@ def _episode(h: Health) -> tuple[bytes, str]:
     progress = f'{h.actions}/{h.max_actions} actions'
     if h.hold_service_problem:  # the second line of holding is broken until a call succeeds
         return ERROR, h.hold_service_problem
+    if h.last_internal_fault and state in ('idle', 'ended'):
+        return ERROR, (f'internal error ({h.internal_faults} so far), the node held and stays '
+                       f'up: {h.last_internal_fault}')
     if state == 'ended':
         if h.episode_outcome == 'safety':
             return ERROR, f'ended by a safety check: {reason or "no reason given"}'
@@ -285,7 +290,9 @@ def build_statuses(health: Health, node_name: str, hardware_id: str) -> list[Dia
             ('last hold reason', h.last_hold_reason or 'n/a'),
             ('hold service', h.hold_service or 'none'),
             ('hold service calls', str(h.hold_service_calls)),
-            ('hold service failures', str(h.hold_service_failures))]),
+            ('hold service failures', str(h.hold_service_failures)),
+            ('internal errors', str(h.internal_faults)),
+            ('last internal error', h.last_internal_fault or 'none')]),
     }
     return [_status(f'{node_name}: {part}', hardware_id, level, message, values)
             for part, ((level, message), values) in parts.items()]

@@ -27,8 +27,10 @@ from trajectory_msgs.msg import JointTrajectory
 from .commands import Command, supported_action_space, trajectory_message
 from .diagnostics import build_statuses, diagnostic_array, Health, redact
 from .episode import COMMAND, END, Episode, HOLD
+from .guard import CallbackGuard, refuse_service
 from .hold_call import HoldServiceCall
 from .inputs import CameraInput, InputCache
+from .lifecycle_guard import guard_change_state
 from .params import (
     ConfigError,
     CONFIGURE_PARAMETERS,
@@ -39,6 +41,7 @@ from .params import (
 from .probe import wait_for_message
 
 COMMAND_TOPIC = 'joint_trajectory_controller/joint_trajectory'
+INTERNAL_ERROR = 'internal error: see the node log and /diagnostics'
 SUCCESS = TransitionCallbackReturn.SUCCESS
 FAILURE = TransitionCallbackReturn.FAILURE
 
@@ -47,12 +50,17 @@ class PolicyNode(LifecycleNode):
     """Drives a joint_trajectory_controller from a cloud policy, holding when in doubt."""
 
     def __init__(self, node_name: str = 'policy_node', **kwargs: Any) -> None:
+        # Before the base class: it creates the parameter services through create_service.
+        self._guard = CallbackGuard(lambda: self.get_logger(), self._on_fault)
         super().__init__(node_name, **kwargs)
+        guard_change_state(self, self._guard)
         # Bad values from the parameter file: reported now, refused by configure until set.
         self._parameter_problems = declare_parameters(self)
         for problem in self._parameter_problems.values():
             self.get_logger().error(f'{problem} (configure will fail until it is set)')
-        self.add_on_set_parameters_callback(self._on_parameters)
+        self.add_on_set_parameters_callback(self._guard.wrap(
+            'parameter callback', self._on_parameters,
+            lambda params: SetParametersResult(successful=False, reason=INTERNAL_ERROR)))
         self.config: NodeConfig | None = None
         self.policy: sai.Policy | None = None
         self.inputs: InputCache | None = None
@@ -126,21 +134,60 @@ class PolicyNode(LifecycleNode):
 
     def on_cleanup(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Close the connection and remove every interface."""
-        self._release()
+        self._guard.wrap('cleanup', self._release)()
         self.node_state = 'unconfigured'
         return SUCCESS
 
     def on_shutdown(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Leave the robot holding, then release everything."""
-        self.shutdown_holding('shutdown')
+        self._guard.wrap('shutdown', self.shutdown_holding)('shutdown')
         return SUCCESS
 
     def on_error(self, state: LifecycleState) -> TransitionCallbackReturn:
-        """Hold, release, and go back to unconfigured."""
-        self.stop_episode('error')
-        self._release()
+        """Hold, release, and go back to unconfigured (a failure here would finalize)."""
+        self._guard.wrap('error processing', self.stop_episode)('error')
+        self._guard.wrap('error processing', self._release)()
         self.node_state = 'unconfigured'
         return SUCCESS
+
+    # -- every callback from rclpy enters through the guard ------------------------------------
+
+    def create_subscription(self, msg_type: Any, topic: str, callback: Any, *args: Any,
+                            **kwargs: Any) -> Any:
+        """Create a subscription whose callback cannot raise into the executor."""
+        return super().create_subscription(
+            msg_type, topic, self._guard.wrap(f'subscription {topic}', callback), *args,
+            **kwargs)
+
+    def create_service(self, srv_type: Any, srv_name: str, callback: Any, *args: Any,
+                       **kwargs: Any) -> Any:
+        """Create a service that answers a refusal instead of raising into the executor."""
+        return super().create_service(
+            srv_type, srv_name,
+            self._guard.wrap(f'service {srv_name}', callback, refuse_service(INTERNAL_ERROR)),
+            *args, **kwargs)
+
+    def create_timer(self, timer_period_sec: float, callback: Any, *args: Any,
+                     **kwargs: Any) -> Any:
+        """Create a timer whose callback cannot raise into the executor."""
+        name = getattr(callback, '__name__', 'callback').lstrip('_')
+        return super().create_timer(timer_period_sec,
+                                    self._guard.wrap(f'timer {name}', callback), *args,
+                                    **kwargs)
+
+    @property
+    def callback_guard(self) -> CallbackGuard:
+        """Return the guard every callback enters through (the spin loop reports to it too)."""
+        return self._guard
+
+    def _on_fault(self, reason: str) -> None:
+        """End a running episode holding after an exception reached the guard, saying why."""
+        episode = self.episode
+        if episode is None or not episode.running:
+            return
+        tick = episode.end('error', f'internal error: {reason}', hold=True)
+        self._hold(tick.command, f'internal error: {reason}')
+        self._finish(episode)
 
     # -- episodes -----------------------------------------------------------------------------
 
@@ -158,6 +205,7 @@ class PolicyNode(LifecycleNode):
         if self.episode is not None:
             self.episode.close()
         self.episode = Episode(self.policy, self.config, self.inputs)
+        self._guard.clear()
         self.get_logger().info(f'episode started: up to {self.config.max_actions} actions')
         return True, 'episode started'
 
@@ -205,9 +253,11 @@ class PolicyNode(LifecycleNode):
         summary = episode.summary()
         self.last_summary = summary
         text = json.dumps(summary)
-        log = self.get_logger().info if summary['outcome'] == 'completed' \
-            else self.get_logger().warning
-        log(f'episode ended: {summary["reason"]}: {text}')
+        # rclpy fixes a call site's severity at its first call: one call site per severity.
+        if summary['outcome'] == 'completed':
+            self.get_logger().info(f'episode ended: {summary["reason"]}: {text}')
+        else:
+            self.get_logger().warning(f'episode ended: {summary["reason"]}: {text}')
         if self._outcome_pub is not None:
             self._outcome_pub.publish(String(data=text))
 
@@ -432,7 +482,9 @@ class PolicyNode(LifecycleNode):
         config, episode = self.config, self.episode
         now = time.monotonic()
         health = Health(node_state=self.node_state, holds=self.holds,
-                        last_hold_reason=self.last_hold_reason)
+                        last_hold_reason=self.last_hold_reason,
+                        internal_faults=self._guard.faults,
+                        last_internal_fault=self._guard.last_fault)
         if self._hold_call is not None:
             call = self._hold_call
             health.hold_service, health.hold_service_calls = call.service_name, call.calls
