@@ -119,7 +119,7 @@ def run_recorder(topics: list[str], out: str) -> int:
 def run_bare(topic: str, rate: float) -> int:
     """Publish the node's kind of one-point JointTrajectory at `rate` from a bare timer."""
     import rclpy
-    from sequence_ai_ros.node.commands import Command, trajectory_message
+    from sequence_ai_ros.node.arm_output import stream_trajectory
     from sequence_ai_ros.spin import init, shutdown, spin_until_shutdown
     from trajectory_msgs.msg import JointTrajectory
     init()
@@ -131,8 +131,7 @@ def run_bare(topic: str, rate: float) -> int:
     def tick():
         step[0] += 1
         wiggle = 1e-4 * (step[0] % 100)
-        command = Command(tuple(p + wiggle for p in home), tuple(0.01 for _ in home))
-        pub.publish(trajectory_message(NAMES, command, 1.0 / rate))
+        pub.publish(stream_trajectory(NAMES, [p + wiggle for p in home], 1.0 / rate))
 
     node.create_timer(1.0 / rate, tick)
     try:
@@ -704,7 +703,7 @@ def main(argv: list[str] | None = None) -> int:
         f'measured for {args.idle_seconds:g} s configured but not active ({SETTLE_S:g} s after '
         'configure): its subscriptions and diagnostics timer only. **bare rclpy timer**: a '
         'node in its own process whose timer only builds and publishes the same one-point '
-        'JointTrajectory (trajectory_message, 8 joints). One recorder process (reliable QoS, '
+        'JointTrajectory (stream_trajectory, 8 joints). One recorder process (reliable QoS, '
         f'depth 100, on the {RECORDER_EXECUTOR} executor in every run) stamps every receipt '
         'with time.monotonic(). **jitter** = |receipt period - nominal period|; **holds** = '
         'commands with all velocities zero (underruns), after each of which the node sends '

@@ -414,9 +414,15 @@ def start_node_gateway(latency_median_s=0.4, *args):
 
 
 def is_hold(msg):
-    """Whether a JointTrajectory (or one of its points) is a hold: zero velocity everywhere."""
+    """
+    Whether a JointTrajectory (or one of its points) is a hold: one point at rest.
+
+    trajectory_stream's steps carry positions only (no velocities), a hold zero velocities.
+    """
+    if hasattr(msg, 'points') and len(msg.points) != 1:
+        return False
     point = msg.points[0] if hasattr(msg, 'points') else msg
-    return all(v == 0.0 for v in point.velocities)
+    return bool(point.velocities) and all(v == 0.0 for v in point.velocities)
 
 
 def is_finite(msg):

@@ -85,7 +85,7 @@ def points(robot):
 
 
 def is_hold(point):
-    return all(v == 0.0 for v in point.velocities)
+    return bool(point.velocities) and all(v == 0.0 for v in point.velocities)
 
 
 def test_commands_arrive_at_control_rate_in_joint_order(gateway, launch):
@@ -94,8 +94,12 @@ def test_commands_arrive_at_control_rate_in_joint_order(gateway, launch):
     result = outcome(robot)
     assert result['outcome'] == 'completed' and result['actions'] == 60
     assert result['underruns'] == 0 and result['holds'] == 0
-    assert wait_until(lambda: len(robot.command_list()) == 60, 5)
+    # 60 steps, then the episode ends at rest at its last target (no hold service call).
+    assert wait_until(lambda: len(robot.command_list()) == 61, 5)
     commands = robot.command_list()
+    final = commands.pop()[1].points[0]
+    assert is_hold(final) and list(final.positions) == list(commands[-1][1].points[0].positions)
+    assert not any(is_hold(msg.points[0]) for _, msg in commands)
     layout = list(arm_model.JOINT_NAMES) + [arm_model.GRIPPER_JOINT]
     assert all(list(msg.joint_names) == layout for _, msg in commands)
     periods = [b[0] - a[0] for a, b in zip(commands, commands[1:])]
@@ -108,7 +112,7 @@ def test_commands_arrive_at_control_rate_in_joint_order(gateway, launch):
     assert robot.holds == 0
     assert robot.state() == 'active'
     time.sleep(0.3)
-    assert len(robot.command_list()) == 60, 'published after the episode ended'
+    assert len(robot.command_list()) == 61, 'published after the episode ended'
 
 
 def test_underrun_holds_calls_hold_service_then_resumes(slow_gateway, launch):
@@ -117,8 +121,11 @@ def test_underrun_holds_calls_hold_service_then_resumes(slow_gateway, launch):
     result = outcome(robot, timeout=30)
     assert result['outcome'] == 'completed' and result['actions'] == 45
     assert result['underruns'] >= 2
-    assert wait_until(lambda: len(points(robot)) >= 45 + result['underruns'], 5)
+    # Every underrun holds; the completed episode then comes to rest at its last target.
+    assert wait_until(lambda: len(points(robot)) >= 45 + result['underruns'] + 1, 5)
     sent = points(robot)
+    assert is_hold(sent[-1]) and list(sent[-1].positions) == list(sent[-2].positions)
+    sent = sent[:-1]
     holds = [i for i, p in enumerate(sent) if is_hold(p)]
     assert len(holds) == result['underruns']
     assert robot.holds == len(holds), 'the hold service was not called on every hold'

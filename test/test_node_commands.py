@@ -4,11 +4,15 @@ import math
 
 from builtin_interfaces.msg import Duration
 import pytest
+from sequence_ai_ros.node.arm_output import (
+    hold_trajectory,
+    plan_trajectory,
+    stream_trajectory,
+)
 from sequence_ai_ros.node.commands import (
     Command,
     CommandMapper,
     supported_action_space,
-    trajectory_message,
     UnsupportedActionSpace,
 )
 from sequence_ai_ros.sim.arm import JOINT_NAMES as SIM_JOINTS
@@ -171,34 +175,45 @@ def test_non_finite_action_passes_through_for_the_safety_check():
     (12.000000001, 12, 1),
 ])
 def test_duration_is_split_into_sec_and_nanosec(seconds, sec, nanosec):
-    msg = trajectory_message(['a'], Command((0.0,), (0.0,)), seconds)
+    msg = stream_trajectory(['a'], (0.0,), seconds)
     assert msg.points[0].time_from_start == Duration(sec=sec, nanosec=nanosec)
 
 
-def test_trajectory_message_fields():
-    cmd = Command((0.1, 0.2, 0.8), (1.0, -1.0, 0.0))
-    msg = trajectory_message(('j1', 'j2', 'grip'), cmd, 0.1)
-    assert msg.header.stamp.sec == 0 and msg.header.stamp.nanosec == 0
-    assert list(msg.joint_names) == ['j1', 'j2', 'grip']
-    assert len(msg.points) == 1
-    assert list(msg.points[0].positions) == [0.1, 0.2, 0.8]
-    assert list(msg.points[0].velocities) == [1.0, -1.0, 0.0]
-    assert list(msg.points[0].accelerations) == []
+def test_stream_and_hold_message_fields():
+    stream = stream_trajectory(('j1', 'j2', 'grip'), (0.1, 0.2, 0.8), 0.1)
+    assert stream.header.stamp.sec == 0 and stream.header.stamp.nanosec == 0
+    assert list(stream.joint_names) == ['j1', 'j2', 'grip']
+    assert len(stream.points) == 1
+    assert list(stream.points[0].positions) == [0.1, 0.2, 0.8]
+    assert list(stream.points[0].velocities) == [], 'a moving point carries no velocity'
+    assert list(stream.points[0].accelerations) == []
+    hold = hold_trajectory(('j1', 'j2'), (0.1, 0.2), 0.1)
+    assert list(hold.points[0].velocities) == [0.0, 0.0]
 
 
-def test_trajectory_message_rejects_mismatched_names_and_bad_times():
-    cmd = Command((0.1, 0.2), (0.0, 0.0))
+def test_a_plan_is_timed_per_step_and_ends_at_rest():
+    steps = [Command((0.1 * k, 0.2), (1.0, -1.0)) for k in range(1, 4)]
+    msg = plan_trajectory(('j1', 'j2'), steps, 2, 0.1)
+    times = [p.time_from_start.nanosec for p in msg.points]
+    assert times == [100_000_000, 200_000_000, 300_000_000]
+    assert [list(p.velocities) for p in msg.points] == [[1.0, -1.0], [1.0, -1.0], [0.0, 0.0]]
+    assert list(msg.points[2].positions) == [0.30000000000000004, 0.2]
     with pytest.raises(ValueError):
-        trajectory_message(['j1'], cmd, 0.1)
+        plan_trajectory(('j1', 'j2'), [], 2, 0.1)
+
+
+def test_messages_reject_mismatched_names_and_bad_times():
+    with pytest.raises(ValueError):
+        stream_trajectory(['j1'], (0.1, 0.2), 0.1)
     for bad in (-0.1, math.nan, math.inf):
         with pytest.raises(ValueError):
-            trajectory_message(['j1', 'j2'], cmd, bad)
+            stream_trajectory(['j1', 'j2'], (0.1, 0.2), bad)
 
 
 def test_message_is_accepted_by_the_simulated_arm():
     m = CommandMapper('joint_velocity', len(SIM_JOINTS) - 1, True)
     m.reset([0.0] * len(SIM_JOINTS))
     cmd = m.command([0.15] * (len(SIM_JOINTS) - 1) + [0.04], DT)
-    trajectory = trajectory_from_msg(trajectory_message(SIM_JOINTS, cmd, DT), SIM_JOINTS)
+    trajectory = trajectory_from_msg(stream_trajectory(SIM_JOINTS, cmd.positions, DT), SIM_JOINTS)
     assert math.isclose(trajectory.times[0], 0.0666667, abs_tol=1e-6)
     close(trajectory.positions[0], cmd.positions)

@@ -10,8 +10,8 @@ after the hold (0 until the next explicit start), holds while retrying, the retr
 reconfigure the same node; the TLS case runs its own gateway and node.
 
 Malformed answers carry marker values (7.77) that no real chunk holds; the model (pi05-droid)
-acts in joint velocity, which the node publishes as the command's velocities, so a played
-marker would be seen on the command topic as it is.
+acts in joint velocity, which the node integrates into positions, so a played marker would be
+seen on the command topic as a step of exactly 7.77 x the control period.
 """
 
 from dataclasses import dataclass
@@ -145,11 +145,28 @@ def first_hold(robot: Robot, since: float, timeout: float = 5.0) -> tuple[float 
     return min((t for t in (command, call) if t is not None), default=None), command, call
 
 
-def carries_fault(msg) -> bool:
-    """Whether a command carries a marker value or a non-finite number."""
+def carries_fault(msg, previous=None) -> bool:
+    """
+    Whether a command carries a marker value or a non-finite number.
+
+    trajectory_stream sends positions only: a played velocity marker shows as a step of
+    MARKER * period from the previous command.
+    """
     point = msg.points[0]
-    return not is_finite(msg) or any(abs(v - MARKER) < 1e-9
-                                     for v in (*point.positions, *point.velocities))
+    if not is_finite(msg) or any(abs(v - MARKER) < 1e-9
+                                 for v in (*point.positions, *point.velocities)):
+        return True
+    if previous is None:
+        return False
+    step = MARKER * CONTROL_PERIOD_S
+    return any(abs(abs(p - q) - step) < 1e-6
+               for p, q in zip(point.positions, previous.points[0].positions))
+
+
+def unsafe_commands(sent) -> int:
+    """Count the commands of a (time, message) list that carry a fault."""
+    messages = [msg for _, msg in sent]
+    return sum(carries_fault(msg, before) for before, msg in zip([None, *messages], messages))
 
 
 def stop_and_measure(node: RunningNode, index: int) -> tuple[float, int, dict[str, Any]]:
@@ -235,7 +252,7 @@ def test_a_malformed_answer_is_retried_and_never_played(node, link, real_answer,
     ended_early = len(robot.outcomes) > index
     shown = wait_until(lambda: retries_shown(robot, at)[0] >= 1 and retries_shown(robot, at), 5)
     sent = commands_after(robot, armed)
-    unsafe = sum(carries_fault(msg) for _, msg in sent)
+    unsafe = unsafe_commands(sent)
     gaps = underrun_gaps(robot, armed)
     assert not ended_early, (robot.outcomes[index:], node.process.log()[-3000:])
     to_hold, after_hold, result = stop_and_measure(node, index)
@@ -482,7 +499,7 @@ def test_without_retries_a_malformed_answer_ends_the_episode_holding(
     at, seen_at = bracket
     got = end_measures(node, index, at)
     result, held = got['result'], got['held']
-    unsafe = sum(carries_fault(msg) for _, msg in commands_after(robot, at))
+    unsafe = unsafe_commands(commands_after(robot, at))
     after = settled_counts(node.pid, before)
     fault_matrix.record(FaultRow(
         area='malformed answer', case=f'{name}, mid-episode, request_retries 0',

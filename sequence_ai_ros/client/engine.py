@@ -26,6 +26,7 @@ still pending.
 from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+import itertools
 import math
 import warnings
 
@@ -340,6 +341,10 @@ class ChunkEngine:
         self.stats.actions += 1
         self.stats.obs_ages.append(max(0.0, now - step.capture_time))
         return step
+
+    def upcoming(self, count: int) -> list[list[float]]:
+        """Return the values of the next `count` planned steps (fewer if fewer), not consumed."""
+        return [step.values for step in itertools.islice(self._plan, max(0, count))]
 
     def pop_finished_underrun(self) -> float | None:
         """Seconds of the underrun that the last next_action() ended, once; else None."""

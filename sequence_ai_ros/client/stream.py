@@ -79,6 +79,10 @@ class ActionStream:
             pass  # a chunk landed since the first look: no underrun for a race of microseconds
         return self.engine.next_action(now)
 
+    def upcoming(self, count: int) -> list[list[float]]:
+        """Return the next `count` actions of the plan without playing them (a plan ahead)."""
+        return self.engine.upcoming(count)
+
     def start(self, source: ObservationSource, capture_time: float) -> int:
         """Send one request in the background for an observation captured at capture_time."""
         ticket = self.engine.request_started(capture_time)

@@ -1,5 +1,5 @@
 """
-Model actions to joint position targets for a ``joint_trajectory_controller``.
+Model actions to joint position targets (node/arm_output.py turns them into messages).
 
 An action is ``joint_count`` values in the model's action space, then the gripper if the model
 has one (the DROID convention: the gripper is an absolute position 0..1 in every space). Only
@@ -14,9 +14,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 import math
 
-from builtin_interfaces.msg import Duration
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
-
 __all__ = [
     'SUPPORTED_SPACES',
     'Command',
@@ -24,7 +21,6 @@ __all__ = [
     'UnsupportedActionSpace',
     'space_kind',
     'supported_action_space',
-    'trajectory_message',
 ]
 
 ABSOLUTE, DELTA, VELOCITY = 'absolute', 'delta', 'velocity'
@@ -110,6 +106,14 @@ class CommandMapper:
         self.reset(measured_positions)
         return Command(self._last, (0.0,) * len(self._last))
 
+    def preview(self, actions: Sequence[Sequence[float]], dt_s: float) -> list[Command]:
+        """Return the commands `actions` would give after the last one, changing nothing."""
+        saved = self._last
+        try:
+            return [self.command(action, dt_s) for action in actions]
+        finally:
+            self._last = saved
+
     def command(self, action: Sequence[float], dt_s: float) -> Command:
         """
         Return the targets for one action lasting ``dt_s`` seconds; updates the last target.
@@ -155,28 +159,3 @@ class CommandMapper:
     def _layout(self) -> str:
         gripper = ' + gripper' if self.has_gripper else ''
         return f'{self.joint_count} joints{gripper}'
-
-
-def _duration(seconds: float) -> Duration:
-    # Integer nanoseconds first: splitting the float directly can give nanosec == 10**9.
-    sec, nanosec = divmod(round(seconds * 1e9), 1_000_000_000)
-    return Duration(sec=sec, nanosec=nanosec)
-
-
-def trajectory_message(joint_names: Sequence[str], command: Command,
-                       time_from_start_s: float) -> JointTrajectory:
-    """
-    Build a one-point JointTrajectory reaching ``command`` ``time_from_start_s`` from now.
-
-    ``header.stamp`` stays zero, which joint_trajectory_controller reads as "start now".
-    """
-    if len(joint_names) != len(command.positions) or \
-            len(command.velocities) != len(command.positions):
-        raise ValueError(f'{len(joint_names)} joint names for {len(command.positions)} '
-                         f'positions and {len(command.velocities)} velocities')
-    if not (time_from_start_s >= 0.0 and math.isfinite(time_from_start_s)):
-        raise ValueError(f'time_from_start_s must be >= 0 and finite, got {time_from_start_s!r}')
-    point = JointTrajectoryPoint(positions=list(command.positions),
-                                 velocities=list(command.velocities),
-                                 time_from_start=_duration(time_from_start_s))
-    return JointTrajectory(joint_names=list(joint_names), points=[point])

@@ -109,6 +109,13 @@ class Health:
     hold_service_problem: str = ''
     internal_faults: int = 0
     last_internal_fault: str = ''
+    output_mode: str = ''
+    command_topic: str = ''
+    planned_ahead_s: float = 0.0
+    gripper_interface: str = ''
+    gripper_goals: int = 0
+    gripper_failures: int = 0
+    gripper_problem: str = ''
 
 
 def error_kind(error: BaseException) -> str:
@@ -231,6 +238,8 @@ def _episode(h: Health) -> tuple[bytes, str]:
     progress = f'{h.actions}/{h.max_actions} actions'
     if h.hold_service_problem:  # the second line of holding is broken until a call succeeds
         return ERROR, h.hold_service_problem
+    if h.gripper_problem:
+        return ERROR, h.gripper_problem
     if h.last_internal_fault and state in ('idle', 'ended'):
         return ERROR, (f'internal error ({h.internal_faults} so far), the node held and stays '
                        f'up: {h.last_internal_fault}')
@@ -279,7 +288,10 @@ def build_statuses(health: Health, node_name: str, hardware_id: str) -> list[Dia
             ('longest underrun (s)', _num(h.longest_underrun_s)),
             ('max seam jump', _num(h.max_seam_jump, 4)),
             ('action space', h.action_space or 'n/a'), ('join mode', h.join_mode or 'n/a'),
-            ('chunks', str(h.chunks))]),
+            ('chunks', str(h.chunks)), ('output mode', h.output_mode or 'n/a'),
+            ('command topic', h.command_topic or 'n/a'),
+            # How far the controller moves the arm if no further message arrives.
+            ('sent ahead (s)', _num(h.planned_ahead_s))]),
         'inputs': (_inputs(h), [*((t, _input(h, t)) for t in topics),
                                 ('safety gate open', _flag(h.gate_open))]),
         'episode': (_episode(h), [
@@ -291,6 +303,9 @@ def build_statuses(health: Health, node_name: str, hardware_id: str) -> list[Dia
             ('hold service', h.hold_service or 'none'),
             ('hold service calls', str(h.hold_service_calls)),
             ('hold service failures', str(h.hold_service_failures)),
+            ('gripper interface', h.gripper_interface or 'n/a'),
+            ('gripper goals', str(h.gripper_goals)),
+            ('gripper failures', str(h.gripper_failures)),
             ('internal errors', str(h.internal_faults)),
             ('last internal error', h.last_internal_fault or 'none')]),
     }

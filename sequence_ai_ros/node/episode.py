@@ -12,6 +12,7 @@ before the first action and only up to `startup_timeout_s`. Everything else ends
 """
 
 from dataclasses import asdict, dataclass
+import math
 import time
 from typing import Any
 
@@ -21,23 +22,29 @@ from sequence_ai_ros.client.policy import Policy
 from sequence_ai_ros.client.stream import ActionStream
 from sequence_ai_ros.client.types import Prediction
 
+from .arm_output import FORWARD_VELOCITY, PLAN
 from .commands import Command, CommandMapper, UnsupportedActionSpace
 from .diagnostics import error_kind, redact
 from .images import ImageError
 from .inputs import InputCache, JOINT_STATES
 from .params import NodeConfig
-from .safety import check_command, SafetyLimits
+from .safety import check_command, check_velocities, SafetyLimits
 
 COMMAND, HOLD, IDLE, END = 'command', 'hold', 'idle', 'end'
 
 
 @dataclass(frozen=True)
 class Tick:
-    """What the node must do this tick. `command` is set for COMMAND, HOLD and a holding END."""
+    """
+    What the node must do this tick. `command` is set for COMMAND, HOLD and a holding END.
+
+    `ahead` are the checked commands after `command`, one period apart (trajectory_plan).
+    """
 
     kind: str
     command: Command | None = None
     reason: str = ''
+    ahead: tuple[Command, ...] = ()
 
 
 class Episode:
@@ -71,6 +78,8 @@ class Episode:
         self.warming_eta_s: float | None = None
         self.mapper: CommandMapper | None = None
         self.last_command: Command | None = None
+        # The velocities last sent (forward_velocity); None = from rest, after every hold.
+        self.last_velocities: tuple[float, ...] | None = None
         self._retry_at = 0.0
         self._grace_until = self.started + max(config.joint_state_timeout_s,
                                                config.camera_timeout_s)
@@ -241,16 +250,56 @@ class Episode:
         previous = self.last_command.positions if self.last_command and not resumed \
             else measured
         problem = check_command(command.positions, previous, self.limits,
-                                names=self.inputs.layout)
+                                names=self.inputs.layout) or self._velocity_problem(command)
         if problem:
             return self.end('safety', f'action: {problem}', hold=True)
         self.last_command = command
         self.actions += 1
+        ahead = self._checked_ahead(command)
         if self.actions >= self.config.max_actions:
             # The last command still goes out; the node sees `running` drop and reports.
             self.state, self.outcome, self.reason = 'ended', 'completed', 'completed'
             self.stream.close(wait_for_inflight=False)
-        return Tick(COMMAND, command)
+        return Tick(COMMAND, command, ahead=ahead)
+
+    def _velocity_problem(self, command: Command) -> str | None:
+        """Check a forward_velocity command's speeds and accelerations (None elsewhere)."""
+        config = self.config
+        if config.output_mode != FORWARD_VELOCITY:
+            return None
+        joints = len(config.joint_names)
+        velocities = command.velocities[:joints]
+        problem = check_velocities(velocities, self.last_velocities, config.velocity_limits,
+                                   config.max_acceleration, self.period,
+                                   names=config.joint_names)
+        if problem is None:
+            self.last_velocities = velocities
+        return problem
+
+    def _checked_ahead(self, command: Command) -> tuple[Command, ...]:
+        """
+        Return the plan after `command` to send ahead (trajectory_plan), each step checked.
+
+        No further than plan_ahead_s in all, never past max_actions, and cut before the first
+        step that fails a check: that step ends the episode when it is due, not before.
+        """
+        config = self.config
+        if config.output_mode != PLAN or self.mapper is None:
+            return ()
+        points = max(1, math.floor(config.plan_ahead_s / self.period + 1e-9))
+        count = min(points - 1, config.max_actions - self.actions)
+        ahead: list[Command] = []
+        previous = command.positions
+        try:
+            preview = self.mapper.preview(self.stream.upcoming(count), self.period)
+        except ValueError:  # a malformed step: it ends the episode when it is due
+            return ()
+        for step in preview:
+            if check_command(step.positions, previous, self.limits, names=self.inputs.layout):
+                break
+            ahead.append(step)
+            previous = step.positions
+        return tuple(ahead)
 
     def _hold_command(self) -> Command:
         """Stay at the measured positions; this becomes the step check's previous command."""
@@ -263,4 +312,5 @@ class Episode:
             hold = Command(tuple(positions), (0.0,) * len(positions))
         if positions:
             self.last_command = hold
+        self.last_velocities = None
         return hold

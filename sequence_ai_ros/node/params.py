@@ -14,7 +14,11 @@ from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescri
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.node import Node
 
+from .arm_output import FORWARD_VELOCITY, OUTPUT_MODES
+from .gripper import GRIPPER_INTERFACES
+
 JOIN_MODES = ('append', 'aligned')
+GRIPPER_ON_FAILURE = ('hold', 'continue')
 SEAM_BLENDS = ('linear', 'min_jerk')
 CAMERA_TRANSPORTS = ('raw', 'compressed')
 # Humble turns an empty-list default into a byte array; a placeholder keeps the type STRING_ARRAY.
@@ -66,6 +70,21 @@ class NodeConfig:
     hold_service_timeout_s: float
     diagnostics_period_s: float
     hardware_id: str
+    output_mode: str
+    controller_name: str
+    plan_ahead_s: float
+    check_controller: bool
+    velocity_limits: tuple[float, ...]
+    max_acceleration: float
+    gripper_interface: str
+    gripper_controller: str
+    gripper_action_name: str
+    gripper_open_position: float
+    gripper_closed_position: float
+    gripper_max_effort: float
+    gripper_threshold: float
+    gripper_min_change: float
+    gripper_on_failure: str
 
 
 def _floats(low: float, high: float) -> dict[str, Any]:
@@ -149,6 +168,49 @@ PARAMETERS: dict[str, tuple[Any, str, bool, dict[str, Any]]] = {
                                True, _floats(0.01, 60.0)),
     'diagnostics_period_s': (1.0, 'period of /diagnostics', True, _floats(0.05, 60.0)),
     'hardware_id': ('', "hardware_id on /diagnostics; '' = the node's full name", True, {}),
+    'output_mode': ('trajectory_stream', "how commands reach the arm's controller: "
+                    "'trajectory_stream' (one positions-only JointTrajectory point per step on "
+                    "<controller_name>/joint_trajectory), 'trajectory_plan' (the next "
+                    'plan_ahead_s of the plan each step, ending at rest), '
+                    "'forward_position' or 'forward_velocity' (Float64MultiArray on "
+                    '<controller_name>/commands)', True, {}),
+    'controller_name': ('joint_trajectory_controller', "the arm's ros2_control controller: "
+                        'its topic and get_parameters service are relative to this name', True,
+                        {}),
+    'plan_ahead_s': (0.25, 'trajectory_plan: seconds of the checked plan sent ahead, the most '
+                     'the controller moves the arm without a new message', True,
+                     _floats(0.0, 10.0)),
+    'check_controller': (True, 'ask the controller for its joints and settings at configure; a '
+                         'mismatch fails configure, no answer is a warning', True, {}),
+    'velocity_limits': ([0.0], 'forward_velocity: largest |velocity| per arm joint (rad/s), '
+                        'joint_names order (required there)', True, {}),
+    'max_acceleration': (0.0, 'forward_velocity: largest change of any commanded velocity per '
+                         'second (rad/s^2, required there)', True, _floats(0.0, 1e6)),
+    'gripper_interface': ('with_arm', "'with_arm' (a joint of the arm's command), 'action' "
+                          '(control_msgs/GripperCommand), '
+                          "'trajectory' (a one-joint JointTrajectory) or 'forward_position' "
+                          '(Float64MultiArray) on gripper_controller', True, {}),
+    'gripper_controller': ('gripper_action_controller', "the gripper's controller: "
+                           '<name>/gripper_cmd, <name>/joint_trajectory or <name>/commands',
+                           True, {}),
+    'gripper_action_name': ('', "GripperCommand action name; '' = <gripper_controller>/"
+                            "gripper_cmd (franka_gripper: 'franka_gripper/gripper_action')",
+                            True, {}),
+    'gripper_open_position': (0.0, "the gripper joint's position (joint_states units) for the "
+                              "model's 0 = open, e.g. 0.04 for a Panda finger", True, {}),
+    'gripper_closed_position': (1.0, "the gripper joint's position for the model's 1 = closed, "
+                                'e.g. 0.0 for a Panda finger, 0.8 for a Robotiq 2F-85', True,
+                                {}),
+    'gripper_max_effort': (20.0, 'GripperCommand max_effort (N; 0 = the gripper decides)', True,
+                           _floats(0.0, 10000.0)),
+    'gripper_threshold': (-1.0, 'model values at or above this close the gripper, below open '
+                          '(DROID policies are trained binary: 0.5); < 0 = continuous', True,
+                          _floats(-1.0, 1.0)),
+    'gripper_min_change': (0.05, 'a new gripper goal is sent when the target moves at least '
+                           'this much (model units 0..1)', True, _floats(0.0, 1.0)),
+    'gripper_on_failure': ('hold', "a rejected or aborted gripper goal: 'hold' ends the "
+                           "episode holding, 'continue' goes on (an error on /diagnostics "
+                           'either way)', True, {}),
 }
 
 
@@ -233,6 +295,25 @@ def read_config(node: Node, problems: dict[str, str] | None = None) -> NodeConfi
         require(all(math.isfinite(v) for v in limits), name, 'must be finite')
     require(all(lo < hi for lo, hi in zip(lower, upper)), 'position_limits',
             'each lower limit must be below its upper limit')
+    mode, grip = get['output_mode'], get['gripper_interface']
+    require(mode in OUTPUT_MODES, 'output_mode', f'must be one of {OUTPUT_MODES}')
+    require(grip in GRIPPER_INTERFACES, 'gripper_interface',
+            f'must be one of {GRIPPER_INTERFACES}')
+    require(get['gripper_on_failure'] in GRIPPER_ON_FAILURE, 'gripper_on_failure',
+            f'must be one of {GRIPPER_ON_FAILURE}')
+    require(get['gripper_open_position'] != get['gripper_closed_position'],
+            'gripper_closed_position', 'must differ from gripper_open_position')
+    require(bool(get['controller_name'].strip('/')), 'controller_name', 'must not be empty')
+    require(not (grip == 'with_arm' and mode == FORWARD_VELOCITY and gripper),
+            'gripper_interface', "'with_arm' cannot put the gripper's position among velocity "
+            'commands: give the gripper its own interface')
+    velocity_limits = tuple(float(v) for v in get['velocity_limits'])
+    if mode == FORWARD_VELOCITY:
+        require(len(velocity_limits) == len(joints) and
+                all(math.isfinite(v) and v > 0 for v in velocity_limits), 'velocity_limits',
+                f'needs {len(joints)} positive values (rad/s) for forward_velocity')
+        require(get['max_acceleration'] > 0, 'max_acceleration',
+                'is required (> 0, rad/s^2) for forward_velocity')
     return NodeConfig(
         model=get['model'], base_url=get['base_url'], api_key_file=get['api_key_file'],
         request_timeout_s=get['request_timeout_s'], request_retries=get['request_retries'],
@@ -252,4 +333,15 @@ def read_config(node: Node, problems: dict[str, str] | None = None) -> NodeConfi
         safety_gate_timeout_s=get['safety_gate_timeout_s'], hold_service=get['hold_service'],
         hold_service_timeout_s=get['hold_service_timeout_s'],
         diagnostics_period_s=get['diagnostics_period_s'],
-        hardware_id=get['hardware_id'] or node.get_fully_qualified_name())
+        hardware_id=get['hardware_id'] or node.get_fully_qualified_name(),
+        output_mode=mode, controller_name=get['controller_name'].strip('/'),
+        plan_ahead_s=get['plan_ahead_s'], check_controller=get['check_controller'],
+        velocity_limits=velocity_limits, max_acceleration=get['max_acceleration'],
+        gripper_interface=grip, gripper_controller=get['gripper_controller'].strip('/'),
+        gripper_action_name=get['gripper_action_name'].strip('/'),
+        gripper_open_position=get['gripper_open_position'],
+        gripper_closed_position=get['gripper_closed_position'],
+        gripper_max_effort=get['gripper_max_effort'],
+        gripper_threshold=get['gripper_threshold'],
+        gripper_min_change=get['gripper_min_change'],
+        gripper_on_failure=get['gripper_on_failure'])

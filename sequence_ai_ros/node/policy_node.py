@@ -22,15 +22,16 @@ import sequence_ai_ros as sai
 from sequence_ai_ros.client.config import read_credentials_file
 from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
-from trajectory_msgs.msg import JointTrajectory
 
-from .commands import Command, supported_action_space, trajectory_message
+from .commands import Command, supported_action_space
+from .controller_check import ask_controller, check_controller
 from .diagnostics import build_statuses, diagnostic_array, Health, redact
 from .episode import COMMAND, END, Episode, HOLD
 from .guard import CallbackGuard, refuse_service
 from .hold_call import HoldServiceCall
 from .inputs import CameraInput, InputCache
 from .lifecycle_guard import guard_change_state
+from .outputs import CommandOutputs
 from .params import (
     ConfigError,
     CONFIGURE_PARAMETERS,
@@ -40,6 +41,7 @@ from .params import (
 )
 from .probe import wait_for_message
 
+# The default trajectory topic (controller_name joint_trajectory_controller), for remapping.
 COMMAND_TOPIC = 'joint_trajectory_controller/joint_trajectory'
 INTERNAL_ERROR = 'internal error: see the node log and /diagnostics'
 SUCCESS = TransitionCallbackReturn.SUCCESS
@@ -71,7 +73,7 @@ class PolicyNode(LifecycleNode):
         self.holds = 0
         self.last_hold_reason = ''
         self._entities: list[Any] = []
-        self._command_pub: Any = None
+        self._outputs: CommandOutputs | None = None
         self._control_timer: Any = None
         self._hold_call: HoldServiceCall | None = None
         self._outcome_pub: Any = None
@@ -92,6 +94,7 @@ class PolicyNode(LifecycleNode):
             self._create_interfaces(config)
             self._check_joint_names(config)
             self._check_model(config)
+            self._check_controllers(config)
         except (ConfigError, ValueError, sai.SequencesError) as exc:
             self.get_logger().error(f'configure failed: {redact(str(exc))}')
             self._release()
@@ -206,6 +209,8 @@ class PolicyNode(LifecycleNode):
             self.episode.close()
         self.episode = Episode(self.policy, self.config, self.inputs)
         self._guard.clear()
+        if self._outputs is not None:
+            self._outputs.new_episode()
         self.get_logger().info(f'episode started: up to {self.config.max_actions} actions')
         return True, 'episode started'
 
@@ -240,10 +245,13 @@ class PolicyNode(LifecycleNode):
             tick = episode.end('error', f'{type(exc).__name__}: {exc}', hold=True)
         self._publish_chunk_events(episode)
         if tick.kind == COMMAND and tick.command is not None:
-            self._publish(tick.command, episode.period)
+            self._publish(tick.command, tick.ahead, episode.period)
+            self._check_gripper(episode)
         elif tick.kind in (HOLD, END) and tick.command is not None:
             self._hold(tick.command, tick.reason)
         if not episode.running:
+            if episode.outcome == 'completed' and episode.last_command is not None:
+                self._settle(episode.last_command)
             self._finish(episode)
         elif abs(self._control_timer.timer_period_ns * 1e-9 - self._period()) > 1e-6:
             self._reset_timer()  # the first chunk told us the rate
@@ -267,19 +275,34 @@ class PolicyNode(LifecycleNode):
         while episode.chunk_events and self._chunks_pub is not None:
             self._chunks_pub.publish(String(data=json.dumps(episode.chunk_events.pop(0))))
 
-    def _publish(self, command: Command, period: float) -> None:
-        assert self.inputs is not None
-        self._command_pub.publish(trajectory_message(self.inputs.layout, command, period))
+    def _publish(self, command: Command, ahead: tuple[Command, ...], period: float) -> None:
+        assert self._outputs is not None
+        self._outputs.send(command, ahead, period)
+
+    def _settle(self, last: Command) -> None:
+        """End a completed episode at rest at its last target (no hold service: no doubt)."""
+        if self._outputs is not None and last.positions:
+            self._outputs.hold(last.positions, self._period())
+
+    def _check_gripper(self, episode: Episode) -> None:
+        """Act on a rejected or aborted gripper goal as gripper_on_failure says."""
+        gripper = self._outputs.gripper if self._outputs is not None else None
+        failure = gripper.take_failure() if gripper is not None else ''
+        if not failure or self.config is None:
+            return
+        if self.config.gripper_on_failure == 'hold':
+            tick = episode.end('error', failure, hold=True)
+            self._hold(tick.command, failure)
+        else:
+            self.get_logger().error(f'{failure} (gripper_on_failure: continue)')
 
     def _hold(self, command: Command | None, reason: str) -> None:
         """Publish a hold at the measured positions and call the hold service, if any."""
         self.holds += 1
         self.last_hold_reason = reason
         self.get_logger().warning(f'holding: {reason}')
-        assert self.inputs is not None
-        if command is not None and command.positions and self._command_pub is not None:
-            self._command_pub.publish(trajectory_message(
-                self.inputs.layout, command, max(self._period(), 0.05)))
+        if command is not None and self._outputs is not None:
+            self._outputs.hold(command.positions, self._period())
         if self._hold_call is not None:
             self._hold_call.request()
 
@@ -300,8 +323,7 @@ class PolicyNode(LifecycleNode):
         if config.safety_gate_topic:
             add(self.create_subscription(Bool, config.safety_gate_topic,
                                          lambda msg: inputs.on_gate(msg.data), reliable))
-        self._command_pub = self.create_lifecycle_publisher(JointTrajectory, COMMAND_TOPIC,
-                                                            reliable)
+        self._outputs = CommandOutputs(self, config)
         self._outcome_pub = self.create_publisher(String, '~/episode_outcome', reliable)
         self._chunks_pub = self.create_publisher(String, '~/chunks', reliable)
         add(self._chunks_pub)
@@ -324,9 +346,10 @@ class PolicyNode(LifecycleNode):
         for entity in self._entities:
             self._destroy(entity)
         self._entities = []
-        if self._command_pub is not None:
-            self.destroy_lifecycle_publisher(self._command_pub)
-        self._command_pub = self._outcome_pub = self._diagnostics_pub = None
+        if self._outputs is not None:
+            self._outputs.close()
+            self._outputs = None
+        self._outcome_pub = self._diagnostics_pub = None
         self._chunks_pub = None
         if self._hold_call is not None:
             self._hold_call.close()
@@ -366,7 +389,20 @@ class PolicyNode(LifecycleNode):
 
     def _on_joint_state(self, msg: JointState) -> None:
         if self.inputs is not None:
-            self.inputs.on_joint_state(list(msg.name), list(msg.position), _stamp_ns(msg))
+            self.inputs.on_joint_state(list(msg.name), self._model_positions(msg),
+                                       _stamp_ns(msg))
+
+    def _model_positions(self, msg: JointState) -> list[float]:
+        """Joint positions with the gripper's in model units (0 open .. 1 closed)."""
+        positions = list(msg.position)
+        config, outputs = self.config, self._outputs
+        if config is not None and outputs is not None and config.gripper_joint:
+            names = list(msg.name)
+            if config.gripper_joint in names:
+                i = names.index(config.gripper_joint)
+                if i < len(positions):
+                    positions[i] = outputs.scale.to_model(positions[i])
+        return positions
 
     def _on_instruction(self, msg: String) -> None:
         if self.inputs is None:
@@ -441,7 +477,7 @@ class PolicyNode(LifecycleNode):
         if missing:
             raise ConfigError(f'parameter joint_names: {", ".join(missing)} not in '
                               f'{topic} (it has {", ".join(message.name)})')
-        self.inputs.on_joint_state(list(message.name), list(message.position),
+        self.inputs.on_joint_state(list(message.name), self._model_positions(message),
                                    _stamp_ns(message))
 
     def _check_model(self, config: NodeConfig) -> None:
@@ -475,6 +511,32 @@ class PolicyNode(LifecycleNode):
             raise ConfigError(f'model {config.model}: action space {space!r} cannot be '
                               'commanded as joint positions by this node')
 
+    def _check_controllers(self, config: NodeConfig) -> None:
+        """Ask the arm's (and a gripper's) controller whether it accepts what is sent."""
+        outputs = self._outputs
+        assert outputs is not None
+        gripper = outputs.gripper
+        if gripper is not None and not gripper.wait_for_server(config.configure_timeout_s):
+            raise ConfigError(f'gripper_interface action: no GripperCommand server on '
+                              f'{self.resolve_topic_name(gripper.name)} within '
+                              f'{config.configure_timeout_s:.1f} s (gripper_controller, '
+                              'gripper_action_name)')
+        if not config.check_controller:
+            return
+        checks = [(config.controller_name, config.output_mode, outputs.arm_joints)]
+        if config.gripper_joint and config.gripper_interface in ('trajectory',
+                                                                 'forward_position'):
+            mode = 'trajectory_stream' if config.gripper_interface == 'trajectory' \
+                else 'forward_position'
+            checks.append((config.gripper_controller, mode, [config.gripper_joint]))
+        for controller, mode, joints in checks:
+            values = ask_controller(self, controller, mode, config.configure_timeout_s)
+            report = check_controller(values, mode, self.resolve_topic_name(controller), joints)
+            for warning in report.warnings:
+                self.get_logger().warning(warning)
+            if report.problems:
+                raise ConfigError('; '.join(report.problems))
+
     # -- diagnostics --------------------------------------------------------------------------
 
     def health(self) -> Health:
@@ -492,6 +554,16 @@ class PolicyNode(LifecycleNode):
             health.hold_service_problem = call.problem
         if config is None or self.inputs is None:
             return health
+        outputs = self._outputs
+        if outputs is not None:
+            health.output_mode = config.output_mode
+            health.command_topic = self.resolve_topic_name(outputs.arm_topic)
+            health.planned_ahead_s = outputs.planned_s
+            health.gripper_interface = config.gripper_interface if config.gripper_joint else ''
+            if outputs.gripper is not None:
+                health.gripper_goals = outputs.gripper.goals
+                health.gripper_failures = outputs.gripper.failures
+                health.gripper_problem = outputs.gripper.problem
         health.model, health.base_url = config.model, config.base_url
         health.join_mode, health.max_actions = config.join_mode, config.max_actions
         health.input_ages = self.inputs.ages(now)

@@ -9,7 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 import math
 
-__all__ = ['SafetyLimits', 'check_command', 'check_joint_positions', 'input_age_problem']
+__all__ = ['SafetyLimits', 'check_command', 'check_joint_positions', 'check_velocities',
+           'input_age_problem']
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,31 @@ def check_command(positions: Sequence[float], previous: Sequence[float] | None,
         if not abs(p - q) <= step:
             return (f'{_joint(i, names)} would move {abs(p - q):.4f} in one step '
                     f'(from {q:.4f} to {p:.4f}; max_step_change {step:.4f})')
+    return None
+
+
+def check_velocities(velocities: Sequence[float], previous: Sequence[float] | None,
+                     limits: Sequence[float], max_acceleration: float, dt_s: float,
+                     names: Sequence[str] | None = None) -> str | None:
+    """
+    None when velocity commands may be published, else why not (a forward velocity output).
+
+    Each |velocity| must be within its limit and change by at most ``max_acceleration * dt_s``
+    from ``previous`` (the last velocities sent; None at the start, from rest).
+    """
+    if len(velocities) != len(limits):
+        return f'velocity command has {len(velocities)} values, expected {len(limits)}'
+    before = previous if previous is not None else (0.0,) * len(limits)
+    largest_change = max_acceleration * dt_s
+    for i, (v, limit, u) in enumerate(zip(velocities, limits, before)):
+        if not abs(v) <= limit:
+            if not math.isfinite(v):
+                return f'{_joint(i, names)} velocity command is {v}'
+            return f'{_joint(i, names)} velocity {v:.4f} is beyond its limit {limit:.4f} rad/s'
+        if not abs(v - u) <= largest_change:
+            return (f'{_joint(i, names)} velocity would change {abs(v - u):.4f} rad/s in one '
+                    f'step ({abs(v - u) / dt_s:.2f} rad/s^2; max_acceleration '
+                    f'{max_acceleration:.2f})')
     return None
 
 

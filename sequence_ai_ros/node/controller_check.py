@@ -1,0 +1,119 @@
+"""
+Ask the arm's controller, at configure, whether it will accept what this node sends.
+
+ros2_control runs each controller as a node named after it, with its parameters behind the
+standard parameter services; `/<controller>/get_parameters` answers `joints`,
+`command_interfaces`, `allow_nonzero_velocity_at_trajectory_end` (joint_trajectory_controller)
+or `joints` and `interface_name` (forward_command_controller). A mismatch found here would make
+the controller reject every command, so it fails configure naming it; a controller that cannot
+be asked (not running yet, another driver) is only a warning.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from rcl_interfaces.msg import ParameterType
+from rcl_interfaces.srv import GetParameters
+
+from .arm_output import FORWARD_MODES, FORWARD_VELOCITY, TRAJECTORY_MODES
+
+__all__ = ['ControllerReport', 'ask_controller', 'check_controller']
+
+TRAJECTORY_PARAMETERS = ('joints', 'command_interfaces', 'allow_partial_joints_goal',
+                         'allow_nonzero_velocity_at_trajectory_end', 'cmd_timeout')
+FORWARD_PARAMETERS = ('joints', 'interface_name')
+
+
+@dataclass
+class ControllerReport:
+    """What the controller said: problems fail configure, warnings are logged."""
+
+    answered: bool
+    values: dict[str, Any] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _value(parameter: Any) -> Any:
+    kind = parameter.type
+    if kind == ParameterType.PARAMETER_NOT_SET:
+        return None
+    return {
+        ParameterType.PARAMETER_BOOL: lambda p: p.bool_value,
+        ParameterType.PARAMETER_INTEGER: lambda p: p.integer_value,
+        ParameterType.PARAMETER_DOUBLE: lambda p: p.double_value,
+        ParameterType.PARAMETER_STRING: lambda p: p.string_value,
+        ParameterType.PARAMETER_STRING_ARRAY: lambda p: list(p.string_array_value),
+    }.get(kind, lambda p: None)(parameter)
+
+
+def ask_controller(node: Any, controller: str, mode: str, timeout_s: float
+                   ) -> dict[str, Any] | None:
+    """Return the controller's parameters that matter for `mode`, or None if it cannot answer."""
+    from sequence_ai_ros.service_calls import call_service
+    names = TRAJECTORY_PARAMETERS if mode in TRAJECTORY_MODES else FORWARD_PARAMETERS
+    client = node.create_client(GetParameters, f'{controller}/get_parameters')
+    try:
+        if not client.wait_for_service(timeout_sec=timeout_s):
+            return None
+        try:
+            answer = call_service(client, GetParameters.Request(names=list(names)), timeout_s)
+        except TimeoutError:
+            return None
+        return {name: _value(value) for name, value in zip(names, answer.values)}
+    finally:
+        node.destroy_client(client)
+
+
+def check_controller(values: dict[str, Any] | None, mode: str, controller: str,
+                     joints: Sequence[str]) -> ControllerReport:
+    """
+    Compare what the controller says with what `mode` will send to it for `joints`.
+
+    The rules are the controller's own (joint_trajectory_controller's validate_trajectory_msg:
+    the message's joints must be the controller's, or a subset with allow_partial_joints_goal;
+    forward_command_controller: one value per joint, on the interface it claims).
+    """
+    if values is None:
+        return ControllerReport(False, warnings=[
+            f'controller {controller} did not answer get_parameters: its joints and settings '
+            'were not checked (is it loaded and is this the right controller_name?)'])
+    report = ControllerReport(True, values)
+    theirs = values.get('joints') or []
+    missing = [j for j in joints if j not in theirs]
+    if missing:
+        report.problems.append(f'controller {controller} has no joint {", ".join(missing)} '
+                               f'(its joints: {", ".join(theirs) or "none"}): check joint_names, '
+                               'gripper_interface and controller_name')
+    extra = [j for j in theirs if j not in joints]
+    if mode in TRAJECTORY_MODES:
+        if extra and not values.get('allow_partial_joints_goal'):
+            report.problems.append(
+                f'controller {controller} also drives {", ".join(extra)} and has '
+                'allow_partial_joints_goal false: it would reject every command; add them to '
+                'joint_names or set allow_partial_joints_goal')
+        interfaces = values.get('command_interfaces') or []
+        if interfaces and 'position' not in interfaces and 'velocity' not in interfaces:
+            report.problems.append(f'controller {controller} commands {interfaces}: '
+                                   'a position or velocity interface is needed')
+        if not values.get('cmd_timeout'):
+            report.warnings.append(
+                f'controller {controller} has cmd_timeout 0: if this node stops, the arm '
+                'finishes the last message and stays there; a cmd_timeout makes the '
+                'controller hold by itself')
+    elif mode in FORWARD_MODES:
+        wanted = 'velocity' if mode == FORWARD_VELOCITY else 'position'
+        interface = values.get('interface_name')
+        if interface and interface != wanted:
+            report.problems.append(f'output_mode {mode} sends {wanted}s but controller '
+                                   f'{controller} commands the {interface} interface')
+        if extra:
+            report.problems.append(
+                f'controller {controller} expects {len(theirs)} values ({", ".join(theirs)}) '
+                f'and this node sends {len(joints)}: it would ignore every command')
+        if theirs and not missing and list(theirs) != list(joints):
+            report.problems.append(
+                f'controller {controller} reads its values in the order {", ".join(theirs)}; '
+                'joint_names must be in that order')
+    return report
