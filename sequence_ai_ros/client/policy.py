@@ -17,7 +17,7 @@ from .engine import ChunkEngine
 from .errors import ChunkExhausted, PolicyBusy, PolicyClosed
 from .latency import LatencyWindow
 from .outcome import RunOutcome
-from .run_loop import RunLoop
+from .run_loop import RunCallbacks, RunLoop
 from .stream import ActionStream
 from .transport import Transport
 from .types import Model, Observation, Prediction
@@ -184,19 +184,25 @@ class Policy:
             max_actions: int, validate: Callable[[list[float]], bool] | None = None,
             hold: Callable[[], Any] | None = None,
             on_chunk: Callable[[Prediction], Any] | None = None,
-            on_underrun: Callable[[float], Any] | None = None, prefetch: bool = True,
-            startup_timeout_s: float = 0.0, smooth_seam: int = 0, join: str = 'append',
-            max_inflight: int = 2, seam_blend: str = 'linear', retries: int = 2,
-            retry_backoff_s: float = 0.25, **options: Any) -> RunOutcome:
+            on_underrun: Callable[[float], Any] | None = None,
+            on_underrun_start: Callable[[], Any] | None = None, hold_on_underrun: bool = True,
+            prefetch: bool = True, startup_timeout_s: float = 0.0, smooth_seam: int = 0,
+            join: str = 'append', max_inflight: int = 2, seam_blend: str = 'linear',
+            retries: int = 2, retry_backoff_s: float = 0.25, **options: Any) -> RunOutcome:
         """
         Run a bounded control loop and report what happened.
 
         observe      returns the current Observation; called on this thread only
         act          called once per action, on this thread, paced at the chunk's rate
         validate     called before every act; False stops the loop (None warns once)
-        hold         called once if the loop stops early for any reason, never on completion
+        hold         the robot's safe stop: called when an underrun begins (below), and once
+                     if the loop stops early for any reason; never on completion
         on_chunk     called with each Prediction joined into the plan
-        on_underrun  called with the seconds the arm went without a command
+        on_underrun  called when an underrun ends, with its seconds, before the next act
+        on_underrun_start  called (after hold) when an underrun begins
+        hold_on_underrun   False: hold only when the loop stops early, as the sequence-ai
+                     client does (the robot then gets nothing during an underrun but
+                     on_underrun_start)
         prefetch     request the next chunk while this one plays (False: refill when empty)
         startup_timeout_s  wait out a warming worker, but only before the first action
         smooth_seam  ramp N steps of each new chunk out of the last action (absolute spaces)
@@ -206,11 +212,20 @@ class Policy:
         retries      transient failures (connection lost, timeout, 5xx, malformed answer)
                      absorbed in a row while the plan keeps playing; the next one is raised
         retry_backoff_s  pause before the first retry, doubled for each further one
+
+        An underrun begins at the tick whose action is missing (the plan ran dry after the arm
+        moved): hold(), then on_underrun_start(), each once. Nothing else reaches the robot
+        while the loop waits (no act, no validate; observe only to build the next request).
+        When a chunk joins, on_underrun(seconds) is called, then validate and act resume on
+        its first action, paced from that moment. A wait that ends in the error after the
+        retries is raised, after hold() is called once more (the loop stopped early).
         """
         if isinstance(max_actions, bool) or not isinstance(max_actions, int) or max_actions <= 0:
             raise ValueError('max_actions must be a positive integer')
         if startup_timeout_s < 0:
             raise ValueError('startup_timeout_s must be >= 0')
+        if not isinstance(hold_on_underrun, bool):
+            raise TypeError('hold_on_underrun must be True or False (pass the callable as hold=)')
         with self._driving('run'):
             if validate is None:
                 _warn_no_validate()
@@ -218,8 +233,9 @@ class Policy:
                                      smooth_seam=smooth_seam, seam_blend=seam_blend,
                                      on_chunk=on_chunk, retries=retries,
                                      retry_backoff_s=retry_backoff_s, **options)
-            loop = RunLoop(stream, observe, act, validate, on_underrun, max_actions,
-                           startup_timeout_s)
+            calls = RunCallbacks(observe, act, validate, hold, on_underrun, on_underrun_start,
+                                 hold_on_underrun)
+            loop = RunLoop(stream, calls, max_actions, startup_timeout_s)
             try:
                 loop.run()
             except BaseException as exc:
@@ -227,9 +243,7 @@ class Policy:
                 raise
             finally:
                 stream.close(wait_for_inflight=False)
-                if loop.reason != 'completed' and hold is not None:
-                    hold()
-                loop.outcome_ready()
+                loop.finish()
             return loop.outcome
 
     # -- lifetime ---------------------------------------------------------------------------
