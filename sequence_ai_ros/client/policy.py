@@ -196,7 +196,7 @@ class Policy:
         act          called once per action, on this thread, paced at the chunk's rate
         validate     called before every act; False stops the loop (None warns once)
         hold         the robot's safe stop: called when an underrun begins (below), and once
-                     if the loop stops early for any reason; never on completion
+                     if the loop stops early for any reason; never at a clean completion
         on_chunk     called with each Prediction joined into the plan
         on_underrun  called when an underrun ends, with its seconds, before the next act
         on_underrun_start  called (after hold) when an underrun begins
