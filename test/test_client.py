@@ -248,7 +248,7 @@ def test_validate_false_stops_and_holds_once(gateway):
 
 
 def test_act_raising_holds_and_reports_the_class(gateway):
-    holds = []
+    holds, starts = [], []
     count = []
 
     def act(action):
@@ -258,16 +258,16 @@ def test_act_raising_holds_and_reports_the_class(gateway):
     with connect(gateway) as policy:
         with pytest.raises(RuntimeError):
             policy.run(lambda: OBS, act, validate=accept, max_actions=100,
-                       hold=lambda: holds.append(1))
-    assert holds == [1]
+                       hold=lambda: holds.append(1), on_underrun_start=lambda: starts.append(1))
+    assert len(holds) == len(starts) + 1  # one at each underrun's start, one at the stop
 
 
-def test_clean_completion_never_holds(gateway):
+def test_clean_completion_never_holds_at_the_end(gateway):
     holds = []
     with connect(gateway) as policy:
-        policy.run(lambda: OBS, lambda a: None, validate=accept, max_actions=20,
-                   hold=lambda: holds.append(1))
-    assert holds == []
+        outcome = policy.run(lambda: OBS, lambda a: None, validate=accept, max_actions=20,
+                             hold=lambda: holds.append(1))
+    assert len(holds) == outcome.underruns == outcome.holds  # only at underruns' starts
 
 
 def test_validate_none_warns_once_per_process(gateway, monkeypatch):
@@ -370,7 +370,8 @@ def test_startup_waits_out_a_cold_worker_then_runs():
         with connect(cold) as policy:
             outcome = policy.run(lambda: OBS, lambda a: None, validate=accept, max_actions=30,
                                  startup_timeout_s=30, hold=lambda: holds.append(1))
-        assert outcome.actions == 30 and outcome.reason == 'completed' and holds == []
+        assert outcome.actions == 30 and outcome.reason == 'completed'
+        assert len(holds) == outcome.underruns  # only at underruns' starts
         assert time.monotonic() - started >= 1.5  # 100 model-seconds at 0.02
         assert outcome.failed_requests >= 1
 
@@ -388,7 +389,7 @@ def test_warming_without_startup_timeout_raises_and_holds():
 def test_warming_after_the_first_action_raises_and_holds():
     # A gateway restart mid-run brings the model back cold: the loop must not wait it out.
     with GatewayProcess(['--time-scale', '0.2', '--start-warm'], keys={KEY: 1000}) as gw:
-        holds = []
+        holds, starts = [], []
         actions = []
 
         def act(action):
@@ -400,8 +401,9 @@ def test_warming_after_the_first_action_raises_and_holds():
         with connect(gw) as policy:
             with pytest.raises(sai.Unavailable) as caught:
                 policy.run(lambda: OBS, act, validate=accept, max_actions=600,
-                           startup_timeout_s=60, hold=lambda: holds.append(1))
-        assert holds == [1]
+                           startup_timeout_s=60, hold=lambda: holds.append(1),
+                           on_underrun_start=lambda: starts.append(1))
+        assert len(holds) == len(starts) + 1  # one at each underrun's start, one at the stop
         assert 10 <= len(actions) < 600
         assert caught.value.status in (None, 503)
 

@@ -79,7 +79,8 @@ def test_a_gateway_restart_mid_run_is_ridden_through_holding_meanwhile(fault_mat
                                  retries=5, retry_backoff_s=0.25)
         restarter.join()
         assert restarted.is_set()
-        assert outcome.actions == 150 and not outcome.stopped_early and holds == []
+        assert outcome.actions == 150 and not outcome.stopped_early
+        assert len(holds) == outcome.underruns, 'held at each underrun start, not at the end'
         assert outcome.failed_requests >= 1, 'the restart must have cost at least one request'
         assert outcome.underruns >= 1, 'the plan ran dry while the gateway was down'
         threads_after = settled(threading.active_count, threads)
@@ -88,8 +89,9 @@ def test_a_gateway_restart_mid_run_is_ridden_through_holding_meanwhile(fault_mat
     fault_matrix.record(FaultRow(
         area='gateway', case='gateway killed mid-run and restarted (warm), retries=5',
         outcome=f'run completed all 150 actions; {outcome.failed_requests} failed requests '
-        f'retried; {outcome.underruns} underrun(s), longest {outcome.longest_underrun_s:.2f} s; '
-        'no hold call', sockets=(sockets, sockets_after), threads=(threads, threads_after)))
+        f'retried; {outcome.underruns} underrun(s), longest {outcome.longest_underrun_s:.2f} s, '
+        'each held from its start; no hold at the end', sockets=(sockets, sockets_after),
+        threads=(threads, threads_after)))
 
 
 def test_a_server_error_on_every_call_is_raised_after_the_retries_and_holds(fault_matrix):
@@ -138,7 +140,7 @@ class Recorder:
     """Plays the robot for run(): records actions, chunks joined and holds."""
 
     def __init__(self, at=None, fault=None):
-        self.actions, self.chunks, self.holds = [], [], []
+        self.actions, self.chunks, self.holds, self.starts = [], [], [], []
         self.at, self.fault = at, fault
         self.fault_time = None
 
@@ -151,8 +153,13 @@ class Recorder:
     def hold(self):
         self.holds.append(time.monotonic())
 
+    def stop_holds(self):
+        """Count the holds beyond the one at each underrun's start: the loop's stop holds."""
+        return len(self.holds) - len(self.starts)
+
     def run(self, policy, max_actions=150, **kwargs):
         return policy.run(lambda: OBS, self.act, validate=accept, hold=self.hold,
+                          on_underrun_start=lambda: self.starts.append(time.monotonic()),
                           on_chunk=self.chunks.append, max_actions=max_actions, **kwargs)
 
     def assert_only_model_actions(self):
@@ -173,7 +180,7 @@ def test_latency_and_jitter_cost_nothing_but_time(proxy, fault_matrix):
     with via(proxy) as policy:
         outcome = robot.run(policy)
     robot.assert_only_model_actions()
-    assert outcome.actions == 150 and outcome.failed_requests == 0 and robot.holds == []
+    assert outcome.actions == 150 and outcome.failed_requests == 0 and robot.stop_holds() == 0
     assert proxy.stats().accepted <= 2, 'kept-alive: one connection per request in flight'
     fault_matrix.record(FaultRow(
         area='network', case='40 ms RTT + 0-20 ms jitter per packet, whole run',
@@ -255,7 +262,7 @@ def test_a_network_fault_mid_run_is_retried_while_the_plan_plays(proxy, fault_ma
     with via(proxy, timeout_s=0.5) as policy:
         outcome = robot.run(policy)
     robot.assert_only_model_actions()
-    assert outcome.actions == 150 and robot.holds == [] and outcome.failed_requests == 1
+    assert outcome.actions == 150 and robot.stop_holds() == 0 and outcome.failed_requests == 1
     fault_matrix.record(FaultRow(
         area='network', case=f'{NETWORK_FAULTS[name][0]}, mid-run',
         outcome=f'retried; run completed 150/150; {outcome.underruns} underrun(s), longest '
@@ -274,7 +281,7 @@ def test_a_burst_of_5xx_is_ridden_through(proxy, fault_matrix):
     with via(proxy) as policy:
         outcome = robot.run(policy, retries=2, retry_backoff_s=0.02)
     robot.assert_only_model_actions()
-    assert outcome.actions == 150 and outcome.failed_requests == 2 and robot.holds == []
+    assert outcome.actions == 150 and outcome.failed_requests == 2 and robot.stop_holds() == 0
     fault_matrix.record(FaultRow(
         area='gateway', case='burst of two 502s mid-run (retries=2)',
         outcome=f'ridden through: 150/150 actions, {outcome.underruns} underrun(s)'))
@@ -292,7 +299,7 @@ def test_a_deterministic_error_mid_run_stops_at_once_and_holds(
         with pytest.raises(error):
             robot.run(policy, retries=5)
     robot.assert_only_model_actions()
-    assert len(robot.holds) == 1 and len(robot.actions) < 150
+    assert robot.stop_holds() == 1 and len(robot.actions) < 150
     asked = proxy.stats().faults['respond']
     assert asked == 1, 'not retried'
     fault_matrix.record(FaultRow(
@@ -311,7 +318,7 @@ def test_credit_running_out_mid_run_stops_and_holds(fault_matrix):
     robot.assert_only_model_actions()
     # 4 chunks were paid for; the fourth may still be in flight when the fifth's 402 lands,
     # and a deterministic error stops the run at once rather than wait for it.
-    assert len(robot.chunks) in (3, 4) and len(robot.holds) == 1
+    assert len(robot.chunks) in (3, 4) and robot.stop_holds() == 1
     assert len(robot.actions) <= 4 * 15
     fault_matrix.record(FaultRow(
         area='gateway', case='credit runs out mid-run (real gateway, 4 credits)',
@@ -376,14 +383,14 @@ def test_a_malformed_answer_is_never_played(proxy, real_answer, fault_matrix, na
         outcome = robot.run(policy, retries=1, retry_backoff_s=0.02)
     robot.assert_only_model_actions()
     assert not any(7.77 in action for action in robot.actions)
-    assert outcome.actions == 150 and outcome.failed_requests == 1 and robot.holds == []
+    assert outcome.actions == 150 and outcome.failed_requests == 1 and robot.stop_holds() == 0
     # Without retries the same answer stops the run with the typed error, holding.
     robot = Recorder(at=20, fault=lambda: proxy.respond_next(1, 200, body, content_type))
     with via(proxy) as policy:
         with pytest.raises(sai.MalformedResponse) as caught:
             robot.run(policy, retries=0)
     robot.assert_only_model_actions()
-    assert len(robot.holds) == 1
+    assert robot.stop_holds() == 1
     fault_matrix.record(FaultRow(
         area='malformed answer', case=name,
         outcome=f'MalformedResponse ("{str(caught.value)[:70]}"); retried once and the run '

@@ -24,6 +24,9 @@ class RunOutcome:
     action_space: str | None = None
     # Beyond the seed: the share of the run the arm had a command, and why it did not.
     moving_fraction: float = 0.0
+    # hold() calls: one at each underrun's start (unless hold_on_underrun=False), one at an
+    # early stop; 0 when run() was given no hold.
+    holds: int = 0
     longest_underrun_s: float = 0.0
     requests: int = 0
     requests_per_s: float = 0.0

@@ -8,16 +8,16 @@ run(observe, act)   we own the loop
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict
 import threading
 import time
 from typing import Any
 import warnings
 
-from .engine import ChunkEngine, report
-from .errors import ChunkExhausted, PolicyBusy, PolicyClosed, Unavailable
+from .engine import ChunkEngine
+from .errors import ChunkExhausted, PolicyBusy, PolicyClosed
 from .latency import LatencyWindow
 from .outcome import RunOutcome
+from .run_loop import RunCallbacks, RunLoop
 from .stream import ActionStream
 from .transport import Transport
 from .types import Model, Observation, Prediction
@@ -184,19 +184,25 @@ class Policy:
             max_actions: int, validate: Callable[[list[float]], bool] | None = None,
             hold: Callable[[], Any] | None = None,
             on_chunk: Callable[[Prediction], Any] | None = None,
-            on_underrun: Callable[[float], Any] | None = None, prefetch: bool = True,
-            startup_timeout_s: float = 0.0, smooth_seam: int = 0, join: str = 'append',
-            max_inflight: int = 2, seam_blend: str = 'linear', retries: int = 2,
-            retry_backoff_s: float = 0.25, **options: Any) -> RunOutcome:
+            on_underrun: Callable[[float], Any] | None = None,
+            on_underrun_start: Callable[[], Any] | None = None, hold_on_underrun: bool = True,
+            prefetch: bool = True, startup_timeout_s: float = 0.0, smooth_seam: int = 0,
+            join: str = 'append', max_inflight: int = 2, seam_blend: str = 'linear',
+            retries: int = 2, retry_backoff_s: float = 0.25, **options: Any) -> RunOutcome:
         """
         Run a bounded control loop and report what happened.
 
         observe      returns the current Observation; called on this thread only
         act          called once per action, on this thread, paced at the chunk's rate
         validate     called before every act; False stops the loop (None warns once)
-        hold         called once if the loop stops early for any reason, never on completion
+        hold         the robot's safe stop: called when an underrun begins (below), and once
+                     if the loop stops early for any reason; never at a clean completion
         on_chunk     called with each Prediction joined into the plan
-        on_underrun  called with the seconds the arm went without a command
+        on_underrun  called when an underrun ends, with its seconds, before the next act
+        on_underrun_start  called (after hold) when an underrun begins
+        hold_on_underrun   False: hold only when the loop stops early, as the sequence-ai
+                     client does (the robot then gets nothing during an underrun but
+                     on_underrun_start)
         prefetch     request the next chunk while this one plays (False: refill when empty)
         startup_timeout_s  wait out a warming worker, but only before the first action
         smooth_seam  ramp N steps of each new chunk out of the last action (absolute spaces)
@@ -206,11 +212,20 @@ class Policy:
         retries      transient failures (connection lost, timeout, 5xx, malformed answer)
                      absorbed in a row while the plan keeps playing; the next one is raised
         retry_backoff_s  pause before the first retry, doubled for each further one
+
+        An underrun begins at the tick whose action is missing (the plan ran dry after the arm
+        moved): hold(), then on_underrun_start(), each once. Nothing else reaches the robot
+        while the loop waits (no act, no validate; observe only to build the next request).
+        When a chunk joins, on_underrun(seconds) is called, then validate and act resume on
+        its first action, paced from that moment. A wait that ends in the error after the
+        retries is raised, after hold() is called once more (the loop stopped early).
         """
         if isinstance(max_actions, bool) or not isinstance(max_actions, int) or max_actions <= 0:
             raise ValueError('max_actions must be a positive integer')
         if startup_timeout_s < 0:
             raise ValueError('startup_timeout_s must be >= 0')
+        if not isinstance(hold_on_underrun, bool):
+            raise TypeError('hold_on_underrun must be True or False (pass the callable as hold=)')
         with self._driving('run'):
             if validate is None:
                 _warn_no_validate()
@@ -218,8 +233,9 @@ class Policy:
                                      smooth_seam=smooth_seam, seam_blend=seam_blend,
                                      on_chunk=on_chunk, retries=retries,
                                      retry_backoff_s=retry_backoff_s, **options)
-            loop = _RunLoop(self, stream, observe, act, validate, on_underrun, max_actions,
-                            startup_timeout_s)
+            calls = RunCallbacks(observe, act, validate, hold, on_underrun, on_underrun_start,
+                                 hold_on_underrun)
+            loop = RunLoop(stream, calls, max_actions, startup_timeout_s)
             try:
                 loop.run()
             except BaseException as exc:
@@ -227,9 +243,7 @@ class Policy:
                 raise
             finally:
                 stream.close(wait_for_inflight=False)
-                if loop.reason != 'completed' and hold is not None:
-                    hold()
-                loop.outcome_ready()
+                loop.finish()
             return loop.outcome
 
     # -- lifetime ---------------------------------------------------------------------------
@@ -252,95 +266,3 @@ class Policy:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-class _RunLoop:
-    """run()'s loop: drift-free pacing against absolute deadlines around ActionStream.step."""
-
-    def __init__(self, policy: Policy, stream: ActionStream,
-                 observe: Callable[[], Observation], act: Callable[[list[float]], Any],
-                 validate: Callable[[list[float]], bool] | None,
-                 on_underrun: Callable[[float], Any] | None, max_actions: int,
-                 startup_timeout_s: float) -> None:
-        self.policy = policy
-        self.stream = stream
-        self.engine = stream.engine
-        self.observe = observe
-        self.act = act
-        self.validate = validate
-        self.on_underrun = on_underrun
-        self.max_actions = max_actions
-        self.startup_timeout_s = startup_timeout_s
-        self.reason = 'completed'
-        self.acted = 0
-        self.began = time.monotonic()
-        self.outcome = RunOutcome(actions=0, chunks=0, elapsed_s=0.0)
-
-    def run(self) -> None:
-        self._first_chunk()
-        deadline: float | None = None
-        while self.engine.stats.actions < self.max_actions:
-            now = time.monotonic()
-            room = self.engine.stats.actions + self.engine.committed_steps() < self.max_actions
-            step = self.stream.step(now, self.observe, allow_request=room)
-            if step is None:
-                self._refill()
-                deadline = None  # pacing restarts from the moment motion resumes
-                continue
-            finished = self.engine.pop_finished_underrun()
-            if finished is not None and self.on_underrun is not None:
-                self.on_underrun(finished)
-            if self.validate is not None and not self.validate(step.values):
-                self.reason = 'validate'
-                return
-            self.act(step.values)
-            self.acted += 1
-            deadline = (time.monotonic() if deadline is None else deadline) + self.engine.period
-            delay = deadline - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            elif delay < -self.engine.period:
-                deadline = time.monotonic()  # far behind: do not burst to catch up
-
-    def _refill(self) -> None:
-        """Refill a dry plan: wait for a request in flight, or make one (refill-when-empty)."""
-        if self.stream.inflight:
-            self.stream.wait()
-            return
-        time.sleep(self.stream.retry_delay(time.monotonic()))
-        self.stream.start(self.observe(), time.monotonic())
-        self.stream.wait()
-
-    def _first_chunk(self) -> None:
-        """Get the first chunk, waiting out a warming worker only here, before anything moves."""
-        deadline = time.monotonic() + self.startup_timeout_s
-        while True:
-            time.sleep(self.stream.retry_delay(time.monotonic()))
-            captured = time.monotonic()
-            self.stream.start(self.observe(), captured)
-            self.stream.wait()
-            try:
-                if self.stream.collect():
-                    return
-            except Unavailable as exc:
-                if not (exc.warming and self.startup_timeout_s > 0):
-                    raise
-                pause = max(1.0, exc.retry_after_s if exc.retry_after_s is not None else 5.0)
-                if time.monotonic() + pause > deadline:
-                    raise Unavailable(
-                        f'{exc.message}; still warming after {self.startup_timeout_s:.0f}s '
-                        '(startup_timeout_s)', status=exc.status, body=exc.body, warming=True,
-                        retry_after_s=exc.retry_after_s, job_id=exc.job_id) from exc
-                time.sleep(pause)
-
-    def outcome_ready(self) -> None:
-        now = time.monotonic()
-        self.engine.close_underrun(now)
-        out = self.outcome
-        for name, value in asdict(report(self.engine, self.acted)).items():
-            setattr(out, name, value)
-        out.actions = self.acted
-        out.elapsed_s = now - self.began
-        out.stopped_early = self.reason != 'completed'
-        out.reason = self.reason
-        out.requests_per_s = out.requests / out.elapsed_s if out.elapsed_s > 0 else 0.0

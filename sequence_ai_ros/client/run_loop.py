@@ -1,0 +1,147 @@
+"""
+RunLoop: Policy.run()'s control loop, drift-free pacing around ActionStream.step.
+
+The loop owns what a robot sees from run(): when act() is called, and what it is told when
+the plan runs dry (an underrun) and when the loop stops.
+"""
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+import time
+from typing import Any
+
+from .engine import report
+from .errors import Unavailable
+from .outcome import RunOutcome
+from .stream import ActionStream
+from .types import Observation
+
+
+@dataclass(frozen=True)
+class RunCallbacks:
+    """What run() reaches the robot through; Policy.run's docstring says when each is called."""
+
+    observe: Callable[[], Observation]
+    act: Callable[[list[float]], Any]
+    validate: Callable[[list[float]], bool] | None = None
+    hold: Callable[[], Any] | None = None
+    on_underrun: Callable[[float], Any] | None = None
+    on_underrun_start: Callable[[], Any] | None = None
+    hold_on_underrun: bool = True
+
+
+class RunLoop:
+    """run()'s loop: drift-free pacing against absolute deadlines around ActionStream.step."""
+
+    def __init__(self, stream: ActionStream, callbacks: RunCallbacks, max_actions: int,
+                 startup_timeout_s: float) -> None:
+        self.stream = stream
+        self.engine = stream.engine
+        self.calls = callbacks
+        self.max_actions = max_actions
+        self.startup_timeout_s = startup_timeout_s
+        self.reason = 'completed'
+        self.acted = 0
+        self.holds = 0
+        self._starved = False  # inside an underrun whose start the robot has been told of
+        self.began = time.monotonic()
+        self.outcome = RunOutcome(actions=0, chunks=0, elapsed_s=0.0)
+
+    def run(self) -> None:
+        """Play up to max_actions; return on completion or a failed validate, else raise."""
+        calls = self.calls
+        self._first_chunk()
+        deadline: float | None = None
+        while self.engine.stats.actions < self.max_actions:
+            now = time.monotonic()
+            room = self.engine.stats.actions + self.engine.committed_steps() < self.max_actions
+            step = self.stream.step(now, calls.observe, allow_request=room)
+            if step is None:
+                self._underrun_begins()
+                self._refill()
+                deadline = None  # pacing restarts from the moment motion resumes
+                continue
+            self._starved = False
+            finished = self.engine.pop_finished_underrun()
+            if finished is not None and calls.on_underrun is not None:
+                calls.on_underrun(finished)
+            if calls.validate is not None and not calls.validate(step.values):
+                self.reason = 'validate'
+                return
+            calls.act(step.values)
+            self.acted += 1
+            deadline = (time.monotonic() if deadline is None else deadline) + self.engine.period
+            delay = deadline - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            elif delay < -self.engine.period:
+                deadline = time.monotonic()  # far behind: do not burst to catch up
+
+    def finish(self) -> None:
+        """Hold once if the loop stopped early (never on completion), then fill the outcome."""
+        try:
+            if self.reason != 'completed':
+                self._hold()
+        finally:
+            self._outcome_ready()
+
+    def _underrun_begins(self) -> None:
+        """Tell the robot at the tick its next action is missing, not when the plan refills."""
+        # The engine's rule: an empty plan is an underrun only once something has moved.
+        if self._starved or not self.engine.stats.actions:
+            return
+        self._starved = True
+        if self.calls.hold_on_underrun:
+            self._hold()  # before the hook: stopping the arm must not wait on a log line
+        if self.calls.on_underrun_start is not None:
+            self.calls.on_underrun_start()
+
+    def _hold(self) -> None:
+        if self.calls.hold is not None:
+            self.holds += 1
+            self.calls.hold()
+
+    def _refill(self) -> None:
+        """Refill a dry plan: wait for a request in flight, or make one (refill-when-empty)."""
+        if self.stream.inflight:
+            self.stream.wait()
+            return
+        time.sleep(self.stream.retry_delay(time.monotonic()))
+        self.stream.start(self.calls.observe(), time.monotonic())
+        self.stream.wait()
+
+    def _first_chunk(self) -> None:
+        """Get the first chunk, waiting out a warming worker only here, before anything moves."""
+        deadline = time.monotonic() + self.startup_timeout_s
+        while True:
+            time.sleep(self.stream.retry_delay(time.monotonic()))
+            captured = time.monotonic()
+            self.stream.start(self.calls.observe(), captured)
+            self.stream.wait()
+            try:
+                if self.stream.collect():
+                    return
+            except Unavailable as exc:
+                if not (exc.warming and self.startup_timeout_s > 0):
+                    raise
+                pause = max(1.0, exc.retry_after_s if exc.retry_after_s is not None else 5.0)
+                if time.monotonic() + pause > deadline:
+                    raise Unavailable(
+                        f'{exc.message}; still warming after {self.startup_timeout_s:.0f}s '
+                        '(startup_timeout_s)', status=exc.status, body=exc.body, warming=True,
+                        retry_after_s=exc.retry_after_s, job_id=exc.job_id) from exc
+                time.sleep(pause)
+
+    def _outcome_ready(self) -> None:
+        """Fill in the RunOutcome from the engine (also after a raise)."""
+        now = time.monotonic()
+        self.engine.close_underrun(now)
+        out = self.outcome
+        for name, value in asdict(report(self.engine, self.acted)).items():
+            setattr(out, name, value)
+        out.actions = self.acted
+        out.holds = self.holds
+        out.elapsed_s = now - self.began
+        out.stopped_early = self.reason != 'completed'
+        out.reason = self.reason
+        out.requests_per_s = out.requests / out.elapsed_s if out.elapsed_s > 0 else 0.0
