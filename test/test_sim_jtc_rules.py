@@ -173,7 +173,7 @@ def test_effort_fields_are_refused_with_each_distros_words():
         'Trajectories with effort fields are currently not supported.')
     for distro in ('jazzy', 'kilted'):
         assert validate_trajectory(with_effort, params(distro), 0.0) == (
-            "Trajectories with effort fields are only supported for controllers using the "
+            'Trajectories with effort fields are only supported for controllers using the '
             "'effort' command interface.")
         assert validate_trajectory(with_effort, params(distro), 0.0,
                                    has_effort_command_interface=True) is None

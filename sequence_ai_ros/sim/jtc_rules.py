@@ -134,7 +134,7 @@ def effort_reason(distro: str) -> str:
     """Upstream's text for a point with effort on a controller without an effort interface."""
     if distro == 'humble':
         return 'Trajectories with effort fields are currently not supported.'
-    return ("Trajectories with effort fields are only supported for controllers using the "
+    return ('Trajectories with effort fields are only supported for controllers using the '
             "'effort' command interface.")
 
 
