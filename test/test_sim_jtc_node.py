@@ -165,3 +165,58 @@ def test_a_controllers_yaml_overrides_the_defaults(sims):
     np.testing.assert_allclose(np.delete(probe.latest(*ARM), 1), np.delete(here, 1), atol=1e-9)
     # cmd_timeout 0.3 s after the last point: upstream's warning, then it holds.
     wait_logged(probe, sim, '[joint_trajectory_controller]: Aborted due to command timeout')
+
+
+def send_goal(probe, action_type, names, points, timeout=10.0):
+    """Send one FollowJointTrajectory goal; return (accepted, result or None, feedbacks)."""
+    from rclpy.action import ActionClient
+    client = ActionClient(probe.node, action_type,
+                          f'{probe.ns}/joint_trajectory_controller/follow_joint_trajectory')
+    try:
+        assert client.wait_for_server(timeout_sec=timeout)
+        feedbacks = []
+        goal = action_type.Goal(trajectory=JointTrajectory(joint_names=names, points=points))
+        sent = client.send_goal_async(goal, feedback_callback=feedbacks.append)
+        probe.wait_for(sent.done, timeout, 'goal response')
+        handle = sent.result()
+        if not handle.accepted:
+            return False, None, feedbacks
+        result = handle.get_result_async()
+        probe.wait_for(result.done, timeout, 'goal result')
+        return True, result.result().result, feedbacks
+    finally:
+        client.destroy()
+
+
+def test_follow_joint_trajectory_goals_are_checked_and_executed(sims):
+    action = pytest.importorskip('control_msgs.action').FollowJointTrajectory
+    probe, sim = sims['jazzy']
+    here = probe.latest(*ARM)
+    accepted, _, _ = send_goal(probe, action, [*ARM, FINGER],
+                               [arm_point([*here, 0.0], 0.5)])
+    assert not accepted
+    wait_logged(probe, sim, "Joints on incoming trajectory don't match the controller joints.")
+    moving = [arm_point(here + 0.1, 0.5, [0.2] + [0.0] * 6)]
+    assert not send_goal(probe, action, ARM, moving)[0]
+    goal = here + np.array([-0.1, 0.1, -0.1, -0.1, 0.1, 0.1, 0.1])
+    accepted, result, feedbacks = send_goal(probe, action, ARM, [arm_point(goal, 0.6)])
+    assert accepted and result.error_code == action.Result.SUCCESSFUL
+    assert result.error_string == 'Goal successfully reached!'
+    assert feedbacks and list(feedbacks[-1].feedback.joint_names) == ARM
+    probe.spin_for(0.2)
+    np.testing.assert_allclose(probe.latest(*ARM), goal, atol=1e-6)
+
+
+def test_two_controllers_claiming_one_joint_stop_the_sim_at_start_up(tmp_path):
+    # Under a namespace a controllers YAML names the node with a wildcard, as for rcl anywhere.
+    clash = tmp_path / 'clash.yaml'
+    clash.write_text('/**/gripper_trajectory_controller:\n  ros__parameters:\n'
+                     f'    joints: [panda_joint7, {FINGER}]\n')
+    sim = SimProcess('/jtc_clash', params_file=clash)
+    try:
+        sim.proc.wait(timeout=30)
+    finally:
+        code, output = sim.stop()
+    assert code == 2, output
+    assert ("joint 'panda_joint7' is claimed by both joint_trajectory_controller and "
+            'gripper_trajectory_controller') in output

@@ -292,3 +292,17 @@ def test_message_conversion_reads_stamp_durations_and_fields():
     assert got.points[0].velocities == (0.0, 0.1) and got.points[0].accelerations == ()
     with pytest.raises(ValueError, match='gripper'):
         trajectory_from_msg(JointTrajectory(joint_names=['gripper']), JOINT_NAMES)
+
+
+def test_success_goes_on_commanding_the_last_point_and_messages_are_numbered():
+    run = Run()
+    assert run.ex.check(TrajectoryMsg(JOINTS, (pt([0.4, 0.5, -0.5], 0.2),)), run.t) is None
+    number = run.ex.accept(TrajectoryMsg(JOINTS, (pt([0.4, 0.5, -0.5], 0.2),)))
+    run.tick()
+    assert run.ex.running == number and run.ex.before_last_point
+    run.until(run.t + 0.3)
+    assert not run.ex.before_last_point
+    run.ex.succeed()
+    run.tick()
+    assert run.ex.holding and run.ex.running == 0  # the controller's own hold has no number
+    np.testing.assert_allclose(run.until(run.t + 0.2)[-1][1], [0.4, 0.5, -0.5])

@@ -9,7 +9,8 @@ overrides from a controllers YAML passed with `--ros-args --params-file` (a
 `joint_trajectory_controller: ros__parameters:` block; under a namespace, rcl matches
 `/<ns>/joint_trajectory_controller:` or `/**/joint_trajectory_controller:`, as for a real
 controller node). It subscribes `~/joint_trajectory` with upstream's SystemDefaultsQoS and
-offers SimController to the hardware loop.
+offers SimController to the hardware loop; with control_msgs importable it also serves
+`~/follow_joint_trajectory` (jtc_action.py).
 
 What differs from upstream, on purpose: `joints`, `command_interfaces` and `state_interfaces`
 default to what the sim's own controllers configuration says (upstream's defaults are empty
@@ -26,7 +27,7 @@ from rcl_interfaces.msg import ParameterDescriptor, SetParametersResult
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import qos_profile_system_default
-from sequence_ai_ros.sim import jtc_rules
+from sequence_ai_ros.sim import jtc_action, jtc_rules
 from sequence_ai_ros.sim.controller_base import POSITION
 from sequence_ai_ros.sim.jtc_rules import JtcParams
 from sequence_ai_ros.sim.messages import trajectory_from_msg
@@ -70,6 +71,7 @@ class JointTrajectoryControllerNode(Node):
         self.add_on_set_parameters_callback(self._on_set_parameters)
         self.create_subscription(JointTrajectory, '~/joint_trajectory', self._on_trajectory,
                                  qos_profile_system_default)
+        self._action = jtc_action.attach(self, self._executor)
         self.get_logger().info(
             f'{distro} joint_trajectory_controller of {list(params.joints)}: command '
             f'interfaces {list(params.command_interfaces)}, state interfaces '
@@ -94,11 +96,20 @@ class JointTrajectoryControllerNode(Node):
     def update(self, now: float, position: np.ndarray, velocity: np.ndarray
                ) -> np.ndarray | None:
         """Return the position command of every claimed joint at `now`."""
-        return self._executor.update(now, position, velocity)
+        command = self._executor.update(now, position, velocity)
+        if self._action is not None:
+            self._action.after_update(now)
+        return command
 
     def hold(self) -> None:
         """Hold the last measured position until the next accepted message."""
         self._executor.hold()
+
+    def destroy_node(self) -> None:
+        """Destroy the action server (if any), then the node."""
+        if self._action is not None:
+            self._action.destroy()
+        super().destroy_node()
 
     def _now(self) -> float:
         return self.get_clock().now().nanoseconds * 1e-9

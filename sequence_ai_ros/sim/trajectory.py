@@ -114,6 +114,9 @@ class TrajectoryExecutor:
         self._command: np.ndarray | None = None
         self._commanded = State(None)
         self._command_time = 0.0
+        self._accepted = 0
+        self._pending_number = 0
+        self.running = 0
         self.before_last_point = False
 
     @property
@@ -132,20 +135,48 @@ class TrajectoryExecutor:
             raise ValueError('joints are read-only')
         self.params = params
 
-    def receive(self, msg: TrajectoryMsg, now: float) -> str | None:
-        """Check `msg` as topic_callback does; None if accepted, else the logged reason."""
+    @property
+    def measured(self) -> np.ndarray | None:
+        """Return the positions the last update read (None before the first)."""
+        return self._last_state.positions
+
+    @property
+    def command(self) -> np.ndarray | None:
+        """Return the last position command (None before the first update)."""
+        return self._command
+
+    def check(self, msg: TrajectoryMsg, now: float) -> str | None:
+        """Return (and log) why the controller refuses `msg` at `now`, or None."""
         reason = jtc_rules.validate_trajectory(msg, self.params, now) or jtc_rules.sim_checks(msg)
         if reason:
             self._log('error', reason)
-            return reason
-        self._pending = msg
+        return reason
+
+    def accept(self, msg: TrajectoryMsg) -> int:
+        """Queue a checked `msg` for the next update; return its number (see `running`)."""
+        self._accepted += 1
+        self._pending, self._pending_number = msg, self._accepted
         self._holding = False
-        return None
+        return self._accepted
+
+    def receive(self, msg: TrajectoryMsg, now: float) -> str | None:
+        """Check `msg` as topic_callback does and queue it; None if accepted, else the reason."""
+        reason = self.check(msg, now)
+        if reason is None:
+            self.accept(msg)
+        return reason
+
+    def succeed(self) -> None:
+        """Go on commanding the last point at rest (set_success_trajectory_point)."""
+        if self._trajectory is not None:
+            last = replace(self._trajectory.msg.points[-1], time_from_start=0.0)
+            self._pending, self._pending_number = TrajectoryMsg(self.params.joints, (last,)), 0
+            self._holding = True
 
     def hold(self) -> None:
         """Hold the last measured position from the next update on (set_hold_position)."""
         if self._last_state.positions is not None:
-            self._pending = self._hold_msg(self._last_state.positions)
+            self._pending, self._pending_number = self._hold_msg(self._last_state.positions), 0
             self._holding = True
 
     def update(self, now: float, position: np.ndarray, velocity: np.ndarray) -> np.ndarray:
@@ -159,6 +190,8 @@ class TrajectoryExecutor:
         if self._pending is not None:
             self._trajectory = Trajectory(self._sorted(self._filled(self._pending)))
             self._pending = None
+            # The number of the message now running; 0 for a hold the controller made itself.
+            self.running, self._pending_number = self._pending_number, 0
         traj = self._trajectory
         assert self._command is not None
         if traj is None:
@@ -179,7 +212,7 @@ class TrajectoryExecutor:
         if (not self.before_last_point and not self._holding and self._cmd_timeout > 0.0
                 and since > self._cmd_timeout):
             self._log('warn', 'Aborted due to command timeout')
-            self._pending = self._hold_msg(state.positions)
+            self._pending, self._pending_number = self._hold_msg(state.positions), 0
             self._holding = True
         assert desired.positions is not None
         self._command = desired.positions.copy()
