@@ -142,7 +142,7 @@ class TrajectoryExecutor:
 
     @property
     def command(self) -> np.ndarray | None:
-        """Return the last position command (None before the first update)."""
+        """Return the last position sent (None before the first update)."""
         return self._command
 
     def check(self, msg: TrajectoryMsg, now: float) -> str | None:
