@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 class SimProcess:
     """`python -m sequence_ai_ros.sim.node` in a namespace, its output kept in a file."""
 
-    def __init__(self, namespace, *params, params_file=None):
+    def __init__(self, namespace, *params, params_file=None, ros_args=()):
         self.log = tempfile.NamedTemporaryFile(prefix='sim_arm_', suffix='.log')
         args = [sys.executable, '-m', 'sequence_ai_ros.sim.node', '--ros-args']
         if namespace != '/':
@@ -34,6 +34,7 @@ class SimProcess:
             args += ['--params-file', str(params_file)]
         for param in params:
             args += ['-p', param]
+        args += list(ros_args)
         env = dict(os.environ, PYTHONUNBUFFERED='1', RCUTILS_LOGGING_BUFFERED_STREAM='0')
         self.proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=self.log,
                                      stderr=subprocess.STDOUT)

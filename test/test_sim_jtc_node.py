@@ -220,3 +220,20 @@ def test_two_controllers_claiming_one_joint_stop_the_sim_at_start_up(tmp_path):
     assert code == 2, output
     assert ("joint 'panda_joint7' is claimed by both joint_trajectory_controller and "
             'gripper_trajectory_controller') in output
+
+
+def test_a_launch_files_node_name_renames_only_the_sim_arm_node(context):
+    # launch_ros Node(name='sim_arm') passes a global `-r __node:=sim_arm`; the controllers
+    # keep their own names, as ros2_control's controller_manager keeps its controllers'.
+    sim = SimProcess('/jtc_named', ros_args=['-r', '__node:=sim_arm'])
+    probe = Probe(context, '/jtc_named')
+    try:
+        probe.wait_for(lambda: len(probe.joint_states) > 5, 30.0, 'joint states')
+        got = probe.get_parameters('joint_trajectory_controller', 'joints')
+        assert list(got['joints'].string_array_value) == ARM
+        names = probe.node.get_node_names_and_namespaces()
+        assert ('sim_arm', '/jtc_named') in names
+        assert ('gripper_trajectory_controller', '/jtc_named') in names
+    finally:
+        probe.destroy()
+        sim.stop()

@@ -8,10 +8,11 @@ where the gripper has its own controller. Until the gripper_action_controller is
 the gripper's default is a one-joint joint_trajectory_controller.
 """
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rclpy.node import Node
 from sequence_ai_ros.sim import jtc_rules
 from sequence_ai_ros.sim.arm import ARM_JOINTS, GRIPPER_JOINT
 from sequence_ai_ros.sim.controller_base import SimController
@@ -49,6 +50,34 @@ GRIPPER_CONTROLLERS: dict[str, ControllerFactory] = {
     'gripper_trajectory_controller': _joint_trajectory_controller,
     # Wired in by the lead: 'gripper_action_controller' (sim/gripper_action.py).
 }
+
+
+def controller_node_options(node: Node, argv: Sequence[str]) -> dict[str, Any]:
+    """
+    Return the Node keyword arguments of the controllers started beside `node`.
+
+    As ros2_control's controller_manager builds its controllers' node options from its own
+    arguments minus the remap of its node name: a launch file's `name='sim_arm'` is a global
+    `-r __node:=sim_arm`, which would otherwise rename every controller to sim_arm. The rest
+    of the process's ROS arguments (namespace, --params-file, -p, log levels) still apply.
+    """
+    args, ros_section, skip = [], False, False
+    for i, token in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if token == '--ros-args':
+            ros_section = True
+        elif token == '--':
+            ros_section = False
+        elif ros_section and token in ('-r', '--remap') and i + 1 < len(argv) \
+                and argv[i + 1].split(':=')[0].split(':')[-1] == '__node':
+            skip = True
+            continue
+        if ros_section or token in ('--ros-args', '--'):
+            args.append(token)
+    return {'context': node.context, 'namespace': node.get_namespace(), 'cli_args': args,
+            'use_global_arguments': False}
 
 
 def build(arm: str, gripper: str, distro: str, update_period: float,

@@ -18,6 +18,7 @@ All timing (stamps, trajectory start and sampling, the physics step) runs on the
 the clock JTC uses and `header.stamp` is written in; with use_sim_time it follows /clock.
 """
 
+from collections.abc import Sequence
 import sys
 from typing import Any
 
@@ -49,13 +50,14 @@ CAMERAS = ('exterior', 'wrist')
 class SimArmNode(Node):
     """Runs the arm's controllers on a simulated arm and publishes its joints and cameras."""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, argv: Sequence[str] | None = None, **kwargs: Any) -> None:
         super().__init__('sim_arm', **kwargs)
         settings = params.declare(self)
         self._arm = SimArm(settings.initial_positions, self.get_parameter('time_scale').value)
         self.controllers: list[SimController] = controllers.build(
             settings.arm_controller, settings.gripper_controller, settings.controller_distro,
-            1.0 / settings.joint_state_rate_hz, context=self.context)
+            1.0 / settings.joint_state_rate_hz,
+            **controllers.controller_node_options(self, sys.argv if argv is None else argv))
         try:
             self._hardware = HardwareLoop(self._arm, self.controllers)
         except ValueError:
@@ -160,7 +162,7 @@ def main(args: list[str] | None = None) -> None:
     init(args)
     logger = rclpy.logging.get_logger('sim_arm')
     try:
-        node = SimArmNode()
+        node = SimArmNode(args)
     except (ValueError, ParameterException) as err:
         logger.fatal(f'cannot start: {err}')
         shutdown()
