@@ -19,7 +19,13 @@ LOWER_LIMITS = np.array([-2.8973, -1.7628, -2.8973, -3.0718, -2.8973, -0.0175, -
 UPPER_LIMITS = np.array([2.8973, 1.7628, 2.8973, -0.0698, 2.8973, 3.7525, 2.8973])
 VELOCITY_LIMITS = np.array([2.175, 2.175, 2.175, 2.175, 2.61, 2.61, 2.61])
 HOME = np.array([0.0, -0.785, 0.0, -2.356, 0.0, 1.571, 0.785])
+# The model's gripper value: 0 open .. 1 closed, as DROID policies are trained (the node's
+# limits and the gateway use this). The Panda finger joint itself moves in metres:
 GRIPPER_RANGE = (0.0, 1.0)
+FINGER_OPEN_M = 0.04
+FINGER_CLOSED_M = 0.0
+# Franka Hand: up to 0.05 m/s per finger.
+FINGER_SPEED_MPS = 0.05
 
 # (a, d, alpha) per joint, Craig's convention; then the flange and the gripper's tool centre.
 _DH = (

@@ -1,119 +1,23 @@
 """The sim_arm node as a real process, driven over ROS from this test process."""
 
 import io
-import os
-from pathlib import Path
 import signal
-import subprocess
-import sys
-import tempfile
 import time
 
 from builtin_interfaces.msg import Duration
 import numpy as np
 from PIL import Image as PILImage
 import pytest
-from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
-from rcl_interfaces.srv import SetParameters
 import rclpy
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.qos import qos_profile_sensor_data
-from sensor_msgs.msg import CompressedImage, Image, JointState
 from sequence_ai_ros import arm_model
 from sequence_ai_ros.sim.render import world_to_pixel
-from std_msgs.msg import Float64
+from sim_process import Probe, SimProcess, stamp
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-REPO = Path(__file__).resolve().parents[1]
 TARGET = (0.45, -0.1)
 HALF_S = 500_000_000
-
-
-def start_sim(namespace, *params):
-    log = tempfile.TemporaryFile()
-    args = [sys.executable, '-m', 'sequence_ai_ros.sim.node', '--ros-args',
-            '-r', f'__ns:={namespace}']
-    for param in params:
-        args += ['-p', param]
-    proc = subprocess.Popen(args, cwd=REPO, env=dict(os.environ), stdout=log,
-                            stderr=subprocess.STDOUT)
-    return proc, log
-
-
-def stop_sim(proc, log, sig=signal.SIGINT):
-    if proc.poll() is None:
-        proc.send_signal(sig)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-    log.seek(0)
-    return proc.returncode, log.read().decode(errors='replace')
-
-
-class Probe:
-    """A node in its own context that records what one sim publishes."""
-
-    def __init__(self, context, namespace, compressed=False):
-        self.node = rclpy.create_node(f'probe{namespace.replace("/", "_")}', context=context)
-        self.executor = SingleThreadedExecutor(context=context)
-        self.executor.add_node(self.node)
-        self.joint_states = []
-        self.distances = []
-        self.frames = {'exterior': [], 'wrist': []}
-        self.node.create_subscription(JointState, f'{namespace}/joint_states',
-                                      self.joint_states.append, 100)
-        self.node.create_subscription(Float64, f'{namespace}/sim_arm/task_distance',
-                                      lambda m: self.distances.append(m.data), 10)
-        kind, suffix = (CompressedImage, '/compressed') if compressed else (Image, '')
-        for view, frames in self.frames.items():
-            self.node.create_subscription(kind, f'{namespace}/camera/{view}/image_raw{suffix}',
-                                          frames.append, qos_profile_sensor_data)
-        self.trajectory_pub = self.node.create_publisher(
-            JointTrajectory, f'{namespace}/joint_trajectory_controller/joint_trajectory', 10)
-        self.hold = self.node.create_client(Trigger, f'{namespace}/sim_arm/hold')
-        self.set_params = self.node.create_client(
-            SetParameters, f'{namespace}/sim_arm/set_parameters')
-
-    def spin_for(self, seconds):
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            self.executor.spin_once(timeout_sec=0.01)
-
-    def wait_for(self, predicate, timeout, what):
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            assert time.monotonic() < deadline, f'timed out waiting for {what}'
-            self.executor.spin_once(timeout_sec=0.05)
-
-    def call(self, client, request, timeout=5.0):
-        assert client.wait_for_service(timeout_sec=timeout)
-        future = client.call_async(request)
-        self.wait_for(future.done, timeout, 'service reply')
-        return future.result()
-
-    def set_target(self, values):
-        value = ParameterValue(type=ParameterType.PARAMETER_DOUBLE_ARRAY,
-                               double_array_value=list(values))
-        request = SetParameters.Request(parameters=[Parameter(name='target_xy', value=value)])
-        return self.call(self.set_params, request).results[0]
-
-    def now(self):
-        return self.node.get_clock().now().nanoseconds * 1e-9
-
-    def latest(self, *names):
-        state = self.joint_states[-1]
-        return np.array([state.position[list(state.name).index(n)] for n in names])
-
-    def destroy(self):
-        self.executor.shutdown()
-        self.node.destroy_node()
-
-
-def stamp(msg):
-    return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+ARM = list(arm_model.JOINT_NAMES)
 
 
 @pytest.fixture(scope='module')
@@ -127,40 +31,44 @@ def context():
 
 @pytest.fixture(scope='module')
 def raw_sim(context):
-    proc, log = start_sim('/sim_raw', f'target_xy:=[{TARGET[0]}, {TARGET[1]}]')
+    sim = SimProcess('/sim_raw', f'target_xy:=[{TARGET[0]}, {TARGET[1]}]')
     probe = Probe(context, '/sim_raw')
     try:
         probe.wait_for(lambda: len(probe.joint_states) > 5, 20.0, 'first joint states')
         yield probe
     finally:
         probe.destroy()
-        code, output = stop_sim(proc, log)
+        code, output = sim.stop()
         print(output)
 
 
 @pytest.fixture(scope='module')
 def compressed_sim(context):
-    proc, log = start_sim('/sim_jpeg', 'image_transport:=compressed', 'image_width:=160',
-                          'image_height:=120', 'camera_rate_hz:=30.0')
+    sim = SimProcess('/sim_jpeg', 'image_transport:=compressed', 'image_width:=160',
+                     'image_height:=120', 'camera_rate_hz:=30.0')
     probe = Probe(context, '/sim_jpeg', compressed=True)
     try:
         yield probe
     finally:
         probe.destroy()
-        stop_sim(proc, log)
+        sim.stop()
 
 
 def test_joint_states_track_a_trajectory_in_time(raw_sim):
     probe = raw_sim
     probe.wait_for(lambda: probe.trajectory_pub.get_subscription_count() > 0, 10.0, 'matching')
-    names = ['panda_joint4', 'panda_joint1']  # a subset, in a different order
+    # All seven arm joints, as a stock controller wants them, in a different order.
+    names = ['panda_joint4', 'panda_joint1', 'panda_joint2', 'panda_joint3', 'panda_joint5',
+             'panda_joint6', 'panda_joint7']
     start = probe.latest(*names)
-    goal = start + np.array([0.3, 0.4])
+    goal = start + np.array([0.3, 0.4, 0, 0, 0, 0, 0])
     msg = JointTrajectory(joint_names=names, points=[
         JointTrajectoryPoint(positions=start.tolist(), time_from_start=Duration(nanosec=HALF_S)),
         JointTrajectoryPoint(positions=goal.tolist(),
                              time_from_start=Duration(sec=1, nanosec=HALF_S)),
     ])
+    names = names[:2]
+    start, goal = start[:2], goal[:2]
     others = probe.latest('panda_joint2', 'panda_joint7')
     sent = probe.now()
     probe.trajectory_pub.publish(msg)
@@ -181,9 +89,11 @@ def test_joint_states_track_a_trajectory_in_time(raw_sim):
 
 def test_hold_stops_the_arm_where_it_is(raw_sim):
     probe = raw_sim
-    start = probe.latest('panda_joint1')[0]
-    probe.trajectory_pub.publish(JointTrajectory(joint_names=['panda_joint1'], points=[
-        JointTrajectoryPoint(positions=[start - 1.0], time_from_start=Duration(sec=4))]))
+    here = probe.latest(*ARM)
+    start = here[0]
+    probe.trajectory_pub.publish(JointTrajectory(joint_names=ARM, points=[
+        JointTrajectoryPoint(positions=[start - 1.0, *here[1:]],
+                             time_from_start=Duration(sec=4))]))
     probe.spin_for(0.6)
     reply = probe.call(probe.hold, Trigger.Request())
     held_at = probe.now()
@@ -198,8 +108,7 @@ def test_hold_stops_the_arm_where_it_is(raw_sim):
 
 
 def test_task_distance_follows_the_arm_and_a_target_changed_at_run_time(raw_sim):
-    probe = raw_sim
-    probe.trajectory_pub.publish(JointTrajectory(joint_names=['panda_joint1'], points=[]))
+    probe = raw_sim  # held by the previous test: the arm stays where it is
 
     def expected(target):
         tool = arm_model.tool_position(probe.latest(*arm_model.JOINT_NAMES))
@@ -250,12 +159,12 @@ def test_compressed_camera_frames_decode_to_the_requested_size(compressed_sim):
 
 
 def test_sigterm_shuts_down_cleanly_and_logs_the_summary():
-    proc, log = start_sim('/sim_term')
+    sim = SimProcess('/sim_term')
     deadline = time.monotonic() + 20.0
-    while b'simulated arm up' not in Path(f'/proc/self/fd/{log.fileno()}').read_bytes():
-        assert time.monotonic() < deadline and proc.poll() is None, 'sim did not start'
+    while 'simulated arm up' not in sim.output():
+        assert time.monotonic() < deadline and sim.proc.poll() is None, 'sim did not start'
         time.sleep(0.1)
-    code, output = stop_sim(proc, log, signal.SIGTERM)
+    code, output = sim.stop(signal.SIGTERM)
     assert code == 0, output
     assert 'Traceback' not in output
     assert 'final task distance' in output

@@ -5,20 +5,21 @@ from collections.abc import Sequence
 import numpy as np
 from sequence_ai_ros import arm_model
 
-JOINT_NAMES = arm_model.JOINT_NAMES + (arm_model.GRIPPER_JOINT,)
-# arm_model has no gripper speed; a DROID Robotiq 2F-85 closes fully in about half a second.
-GRIPPER_VELOCITY_LIMIT = 2.0
+ARM_JOINTS = arm_model.JOINT_NAMES
+GRIPPER_JOINT = arm_model.GRIPPER_JOINT
+JOINT_NAMES = ARM_JOINTS + (GRIPPER_JOINT,)
 
-_LOWER = np.append(arm_model.LOWER_LIMITS, arm_model.GRIPPER_RANGE[0])
-_UPPER = np.append(arm_model.UPPER_LIMITS, arm_model.GRIPPER_RANGE[1])
-_VELOCITY = np.append(arm_model.VELOCITY_LIMITS, GRIPPER_VELOCITY_LIMIT)
+# panda_finger_joint1 in metres, as a Franka Hand reports it: 0.04 open .. 0.0 closed.
+_LOWER = np.append(arm_model.LOWER_LIMITS, arm_model.FINGER_CLOSED_M)
+_UPPER = np.append(arm_model.UPPER_LIMITS, arm_model.FINGER_OPEN_M)
+_VELOCITY = np.append(arm_model.VELOCITY_LIMITS, arm_model.FINGER_SPEED_MPS)
 
 
 def initial_state(values: Sequence[float]) -> np.ndarray:
-    """All 8 joint positions from 7 arm joints (gripper open) or 8 values; ValueError if not."""
+    """All 8 joint positions from 7 arm joints (fingers open) or 8 values; ValueError if not."""
     q = np.array(values, dtype=float)
     if q.size == len(JOINT_NAMES) - 1:
-        q = np.append(q, arm_model.GRIPPER_RANGE[0])
+        q = np.append(q, arm_model.FINGER_OPEN_M)
     if q.shape != (len(JOINT_NAMES),) or not np.all(np.isfinite(q)):
         raise ValueError(f'need {len(JOINT_NAMES) - 1} or {len(JOINT_NAMES)} finite positions')
     return q
@@ -42,7 +43,7 @@ class SimArm:
 
     @property
     def velocity_limits(self) -> np.ndarray:
-        """Per-joint speed limits in rad/s (gripper: fraction of its range per second)."""
+        """Per-joint speed limits: rad/s for the arm, m/s for the finger joint."""
         return _VELOCITY / self.time_scale
 
     @property

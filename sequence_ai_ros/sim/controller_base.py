@@ -9,7 +9,7 @@ on a robot). Two controllers never claim the same joint.
 """
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -36,3 +36,17 @@ class SimController(Protocol):
         `position` and `velocity` are the claimed joints' measured state, in claimed order.
         None means "no command": the hardware holds those joints where they are.
         """
+
+
+@runtime_checkable
+class Holdable(Protocol):
+    """A controller that can be told to hold its joints where they are (the sim's ~/hold)."""
+
+    def hold(self) -> None:
+        """Hold the claimed joints at their last measured position until the next command."""
+
+
+def controller_name(controller: object) -> str:
+    """Return a controller's node name (or its type's name), for messages about it."""
+    get_name = getattr(controller, 'get_name', None)
+    return str(get_name()) if callable(get_name) else type(controller).__name__

@@ -8,29 +8,35 @@ from builtin_interfaces.msg import Duration, Time
 import numpy as np
 from PIL import Image as PILImage
 from sensor_msgs.msg import CompressedImage, Image, JointState
-from sequence_ai_ros.sim.trajectory import make_trajectory, Trajectory
+from sequence_ai_ros.sim.jtc_rules import Point, TrajectoryMsg
 from std_msgs.msg import Header
 from trajectory_msgs.msg import JointTrajectory
 
 JPEG_QUALITY = 92
 
 
-def _seconds(duration: Duration | Time) -> float:
-    return float(duration.sec) + float(duration.nanosec) * 1e-9
+def seconds(stamp: Duration | Time) -> float:
+    """Return a builtin_interfaces Time or Duration in seconds."""
+    return float(stamp.sec) + float(stamp.nanosec) * 1e-9
 
 
-def trajectory_from_msg(msg: JointTrajectory, known_names: Sequence[str]) -> Trajectory:
-    """Build a validated Trajectory from a JointTrajectory; raises TrajectoryError if unusable."""
-    points = msg.points
-    return make_trajectory(
-        known_names,
-        list(msg.joint_names),
-        [_seconds(p.time_from_start) for p in points],
-        [list(p.positions) for p in points],
-        [list(p.velocities) for p in points],
-        [list(p.accelerations) for p in points],
-        start_time=_seconds(msg.header.stamp),
-    )
+def trajectory_from_msg(msg: JointTrajectory,
+                        known_names: Sequence[str] | None = None) -> TrajectoryMsg:
+    """
+    Describe a JointTrajectory plainly, for jtc_rules and the trajectory executor.
+
+    With `known_names`, a ValueError names any joint outside them (what a caller that drives
+    all of those joints needs before it builds a message); the controller's own checks are
+    jtc_rules.validate_trajectory's.
+    """
+    names = tuple(msg.joint_names)
+    if known_names is not None:
+        unknown = [n for n in names if n not in known_names]
+        if unknown:
+            raise ValueError(f'unknown joints {unknown}')
+    points = tuple(Point(tuple(p.positions), tuple(p.velocities), tuple(p.accelerations),
+                         tuple(p.effort), seconds(p.time_from_start)) for p in msg.points)
+    return TrajectoryMsg(names, points, seconds(msg.header.stamp))
 
 
 def joint_state_msg(stamp: Time, names: Sequence[str], position: np.ndarray,

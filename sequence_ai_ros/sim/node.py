@@ -1,17 +1,24 @@
 """
-The `sim_arm` node: a simulated DROID-like arm behind a joint_trajectory_controller interface.
+The `sim_arm` process: a simulated DROID-like arm (a Panda and its hand) under ros2_control.
+
+The `sim_arm` node owns the physics and the hardware loop; the controllers are their own
+nodes in the same namespace (controllers.py: by default `joint_trajectory_controller` on the 7
+arm joints and `gripper_trajectory_controller` on panda_finger_joint1, each with its own
+`~/joint_trajectory` topic and upstream parameters, `controller_distro` choosing whose rules).
 
 Topics (relative, so namespaces and remaps apply):
-  sub  joint_trajectory_controller/joint_trajectory  trajectory_msgs/JointTrajectory (reliable)
-  pub  joint_states                                   sensor_msgs/JointState
+  sub  <controller>/joint_trajectory                  trajectory_msgs/JointTrajectory
+  pub  joint_states                                   sensor_msgs/JointState (finger in m)
   pub  camera/{exterior,wrist}/image_raw[/compressed] sensor_msgs/Image or CompressedImage
   pub  ~/task_distance                                std_msgs/Float64, ~10 Hz
-Service ~/hold (std_srvs/Trigger): drop the trajectory and stop; the reply counts holds.
+Service ~/hold (std_srvs/Trigger): every controller holds where the arm is; the reply counts
+holds.
 
 All timing (stamps, trajectory start and sampling, the physics step) runs on the node clock,
 the clock JTC uses and `header.stamp` is written in; with use_sim_time it follows /clock.
 """
 
+from collections.abc import Sequence
 import sys
 from typing import Any
 
@@ -22,17 +29,17 @@ from rclpy.exceptions import ParameterException
 import rclpy.logging
 from rclpy.node import Node
 from rclpy.parameter import Parameter
-from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
+from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage, Image, JointState
 from sequence_ai_ros import arm_model
-from sequence_ai_ros.sim import messages, params
+from sequence_ai_ros.sim import controllers, messages, params
 from sequence_ai_ros.sim.arm import JOINT_NAMES, SimArm
+from sequence_ai_ros.sim.controller_base import SimController
+from sequence_ai_ros.sim.hardware import HardwareLoop
 from sequence_ai_ros.sim.render import SceneRenderer
-from sequence_ai_ros.sim.trajectory import TrajectoryError, TrajectoryExecutor
-from sequence_ai_ros.spin import init, shutdown, spin_until_shutdown
+from sequence_ai_ros.spin import init, make_executor, shutdown, spin_until_shutdown
 from std_msgs.msg import Float64, Header
 from std_srvs.srv import Trigger
-from trajectory_msgs.msg import JointTrajectory
 
 # A stalled tick (or a clock jump) must not turn into one huge leap.
 MAX_STEP_S = 0.1
@@ -41,13 +48,21 @@ CAMERAS = ('exterior', 'wrist')
 
 
 class SimArmNode(Node):
-    """Executes trajectories on a simulated arm and publishes its joints and camera views."""
+    """Runs the arm's controllers on a simulated arm and publishes its joints and cameras."""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, argv: Sequence[str] | None = None, **kwargs: Any) -> None:
         super().__init__('sim_arm', **kwargs)
         settings = params.declare(self)
         self._arm = SimArm(settings.initial_positions, self.get_parameter('time_scale').value)
-        self._controller = TrajectoryExecutor(JOINT_NAMES)
+        self.controllers: list[SimController] = controllers.build(
+            settings.arm_controller, settings.gripper_controller, settings.controller_distro,
+            1.0 / settings.joint_state_rate_hz,
+            **controllers.controller_node_options(self, sys.argv if argv is None else argv))
+        try:
+            self._hardware = HardwareLoop(self._arm, self.controllers)
+        except ValueError:
+            self.destroy_controllers()
+            raise
         self._renderer = SceneRenderer(settings.image_width, settings.image_height)
         self._target = np.array(self.get_parameter('target_xy').value, dtype=float)
         if params.check_target(self._target):
@@ -69,16 +84,22 @@ class SimArmNode(Node):
                                         qos_profile_sensor_data)
             for name in CAMERAS}
         self._distance_pub = self.create_publisher(Float64, '~/task_distance', 10)
-        self.create_subscription(
-            JointTrajectory, 'joint_trajectory_controller/joint_trajectory',
-            self._on_trajectory, QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
         self.create_service(Trigger, '~/hold', self._on_hold)
         self.create_timer(1.0 / settings.joint_state_rate_hz, self._on_tick)
         self.create_timer(1.0 / settings.camera_rate_hz, self._on_camera)
         self.create_timer(1.0 / TASK_DISTANCE_RATE_HZ, self._on_distance)
         self.get_logger().info(
             f'simulated arm up: {settings.image_transport} {settings.image_width}x'
-            f'{settings.image_height} cameras, target {self._target.round(3).tolist()}')
+            f'{settings.image_height} cameras, target {self._target.round(3).tolist()}, '
+            f'{settings.controller_distro} controllers {settings.arm_controller} and '
+            f'{settings.gripper_controller}')
+
+    def destroy_controllers(self) -> None:
+        """Destroy the controller nodes (the sim_arm node itself is destroyed separately)."""
+        for controller in self.controllers:
+            if isinstance(controller, Node):
+                controller.destroy_node()
+        self.controllers = []
 
     @property
     def hold_count(self) -> int:
@@ -98,22 +119,13 @@ class SimArmNode(Node):
         now = stamp.nanoseconds * 1e-9
         dt = min(max(now - self._last_tick, 0.0), MAX_STEP_S)
         self._last_tick = now
-        self._arm.step(self._controller.sample(now), dt)
+        self._hardware.step(now, dt)
         self._joint_pub.publish(messages.joint_state_msg(
             stamp.to_msg(), JOINT_NAMES, self._arm.position, self._arm.velocity))
 
-    def _on_trajectory(self, msg: JointTrajectory) -> None:
-        try:
-            traj = messages.trajectory_from_msg(msg, JOINT_NAMES)
-            self._controller.set_trajectory(
-                traj, self._now(), self._arm.position, self._arm.velocity)
-        except TrajectoryError as err:
-            self.get_logger().error(f'trajectory rejected, motion unchanged: {err}')
-
     def _on_hold(self, request: Trigger.Request, response: Trigger.Response
                  ) -> Trigger.Response:
-        self._controller.stop()
-        self._arm.hold()
+        self._hardware.hold()
         self._holds += 1
         response.success = True
         response.message = f'holding; holds: {self._holds}'
@@ -150,16 +162,21 @@ def main(args: list[str] | None = None) -> None:
     init(args)
     logger = rclpy.logging.get_logger('sim_arm')
     try:
-        node = SimArmNode()
+        node = SimArmNode(args)
     except (ValueError, ParameterException) as err:
         logger.fatal(f'cannot start: {err}')
         shutdown()
         sys.exit(2)
+    executor = make_executor(node)
+    for controller in node.controllers:
+        if isinstance(controller, Node):
+            executor.add_node(controller)
     try:
-        spin_until_shutdown(node)
+        spin_until_shutdown(executor)
     finally:
         summary = f'final task distance {node.task_distance():.3f} m, holds {node.hold_count}'
         # Logged after destroy_node: a signal may have taken the rosout publisher already.
+        node.destroy_controllers()
         node.destroy_node()
         logger.info(summary)
         shutdown()

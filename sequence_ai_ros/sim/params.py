@@ -7,6 +7,7 @@ import math
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.node import Node
 from sequence_ai_ros import arm_model
+from sequence_ai_ros.sim import controllers, jtc_rules
 
 TRANSPORTS = ('raw', 'compressed')
 
@@ -22,6 +23,9 @@ class SimSettings:
     image_height: int
     image_transport: str
     random_target_seed: int
+    arm_controller: str
+    gripper_controller: str
+    controller_distro: str
 
 
 def _floats(low: float, high: float) -> list[FloatingPointRange]:
@@ -42,7 +46,8 @@ def declare(node: Node) -> SimSettings:
     settings = SimSettings(
         initial_positions=tuple(param(
             'initial_positions', [float(v) for v in arm_model.HOME],
-            '7 arm joint positions (rad), optionally an 8th for the gripper (0 open..1 closed)')),
+            '7 arm joint positions (rad), optionally an 8th for panda_finger_joint1 (m, '
+            f'{arm_model.FINGER_OPEN_M} open .. {arm_model.FINGER_CLOSED_M} closed)')),
         joint_state_rate_hz=param(
             'joint_state_rate_hz', 100.0, 'joint_states rate; also the physics step rate',
             floating_point_range=_floats(1.0, 1000.0)),
@@ -61,6 +66,16 @@ def declare(node: Node) -> SimSettings:
             'random_target_seed', -1,
             '>= 0: place the target uniformly in arm_model.TARGET_X/TARGET_Y with this seed '
             '(overrides target_xy at start-up); -1: off', integer_range=_ints(-1, 2**31 - 1)),
+        arm_controller=param(
+            'arm_controller', controllers.DEFAULT_ARM_CONTROLLER,
+            f'controller of the 7 arm joints, one of {sorted(controllers.ARM_CONTROLLERS)}; '
+            'also its node name'),
+        gripper_controller=param(
+            'gripper_controller', controllers.DEFAULT_GRIPPER_CONTROLLER,
+            f'controller of the finger joint, one of {sorted(controllers.GRIPPER_CONTROLLERS)}'),
+        controller_distro=param(
+            'controller_distro', jtc_rules.DEFAULT_DISTRO,
+            f'whose controller rules and defaults to simulate: one of {list(jtc_rules.DISTROS)}'),
     )
     param('target_xy', [0.5, 0.2], 'target position on the table, world x and y (m)',
           read_only=False)
@@ -70,6 +85,8 @@ def declare(node: Node) -> SimSettings:
           read_only=False, floating_point_range=_floats(0.01, 100.0))
     if settings.image_transport not in TRANSPORTS:
         raise ValueError(f'image_transport must be one of {TRANSPORTS}')
+    if settings.controller_distro not in jtc_rules.DISTROS:
+        raise ValueError(f'controller_distro must be one of {list(jtc_rules.DISTROS)}')
     return settings
 
 

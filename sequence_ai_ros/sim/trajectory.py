@@ -1,193 +1,265 @@
 """
 Trajectory execution as ros2_control's joint_trajectory_controller (JTC) does it, ROS-free.
 
-Times are plain seconds on one clock the caller chooses (the node passes its ROS clock, the
+Times are plain seconds on one clock the caller chooses (the sim passes its ROS clock, the
 clock `header.stamp` is written in); nothing here reads a clock, so tests inject time.
 
-What JTC does and this copies: a new trajectory replaces the old one at once; a zero start time
-means "at receipt"; the segment before the first point runs from the state at receipt (at the
-receipt time) to point 0 (at start + its time_from_start), so a future start stretches that
-segment rather than freezing the arm; between points cubic Hermite when both ends carry
-velocities, linear otherwise; after the last point its positions are held; joints the message
-does not name hold their position at receipt; an empty trajectory means stop; a stamped
-trajectory that already ended is rejected, one that started in the past is joined where it is
-now (points already due are skipped). Accelerations are validated but not used (no quintic
-segments).
+Ported from ros-controls/ros2_controllers joint_trajectory_controller/src/ (humble, jazzy,
+kilted): trajectory.cpp Trajectory::sample, and from joint_trajectory_controller.cpp
+topic_callback, update, fill_partial_goal, sort_to_local_joint_order, set_hold_position and
+on_activate. What that means:
+
+- A message is checked on receipt (jtc_rules); a rejected one changes nothing and its reason
+  is logged with upstream's text. An accepted one waits in a one-slot buffer: the *next*
+  update replaces the running trajectory with the newest message (topics never queue).
+- Joints the message omits (allow_partial_joints_goal) keep their last commanded position,
+  with zero velocity/acceleration where the message has those fields.
+- The first update of a new trajectory takes the point before it: the measured state at that
+  time (the last command with open_loop_control). A zero stamp starts the trajectory at that
+  update; before point 0 the segment runs from that state to point 0, whose spline the
+  fields both ends carry select (measured velocities only with a 'velocity' state interface).
+  A stamped trajectory already under way is joined where it is now.
+- After the last point its positions are commanded on. cmd_timeout (off at 0, and dropped
+  unless greater than constraints.goal_time) counts from the last point's time: once it is
+  exceeded, "Aborted due to command timeout" and the controller holds the measured position.
+- At activation, and on hold(), the controller holds the measured position (a one-point,
+  zero-time trajectory), as set_hold_position() does.
+- Jazzy and kilted command the sample one control period ahead (#1306); humble the sample now.
 """
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-import math
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import numpy as np
+from sequence_ai_ros.sim import jtc_rules
+from sequence_ai_ros.sim.jtc_rules import JtcParams, Point, TrajectoryMsg
+from sequence_ai_ros.sim.splines import deduce_from_derivatives, interpolate, State
+
+Log = Callable[[str, str], None]
 
 
-class TrajectoryError(ValueError):
-    """A trajectory that cannot be executed; the executor's motion is left unchanged."""
+def _array(values: Sequence[float]) -> np.ndarray | None:
+    return np.array(values, dtype=float) if len(values) else None
 
 
-@dataclass(frozen=True)
 class Trajectory:
-    """
-    A validated trajectory over some of the executor's joints.
+    """One accepted message in controller joint order, sampled as trajectory.cpp samples it."""
 
-    `indices[j]` is the executor joint that column j drives; `times` are seconds from
-    `start_time` (0.0 means "at receipt"); `velocities` is None or shaped like `positions`.
-    """
+    def __init__(self, msg: TrajectoryMsg) -> None:
+        self.msg = msg
+        self.start_time = msg.stamp
+        self.times = np.array(msg.times, dtype=float)
+        # Working copies: deduce_from_derivatives fills them in place, as upstream does.
+        self.points = [State(_array(p.positions), _array(p.velocities), _array(p.accelerations))
+                       for p in msg.points]
+        self.sampled_already = False
+        self.time_before = 0.0
+        self.state_before = State(None)
 
-    indices: np.ndarray
-    times: np.ndarray
-    positions: np.ndarray
-    velocities: np.ndarray | None
-    start_time: float
+    def set_point_before(self, time: float, state: State) -> None:
+        """Set the state the segment before point 0 starts from."""
+        self.time_before = time
+        self.state_before = State(state.positions.copy() if state.positions is not None else None,
+                                  state.velocities, state.accelerations)
 
-    @property
-    def empty(self) -> bool:
-        """Return True when there are no points: JTC's "stop" command."""
-        return self.times.size == 0
+    def sample(self, t: float, interpolation: str) -> tuple[State, int, bool] | None:
+        """
+        Return (state, index of the segment's start point, before the last point?) at `t`.
 
-
-def _field(points: Sequence[Sequence[float]], name: str, width: int) -> np.ndarray | None:
-    """Per-point values as an (n, width) array; None when no point has the field."""
-    sizes = {len(p) for p in points}
-    if sizes == {0}:
-        return None
-    if sizes != {width}:
-        raise TrajectoryError(f'{name}: every point needs {width} values or none do, got {sizes}')
-    values = np.array(points, dtype=float).reshape(len(points), width)
-    if not np.all(np.isfinite(values)):
-        raise TrajectoryError(f'{name}: non-finite value')
-    return values
-
-
-def make_trajectory(
-    known_names: Sequence[str],
-    joint_names: Sequence[str],
-    times: Sequence[float],
-    positions: Sequence[Sequence[float]],
-    velocities: Sequence[Sequence[float]] = (),
-    accelerations: Sequence[Sequence[float]] = (),
-    start_time: float = 0.0,
-) -> Trajectory:
-    """
-    Validate a trajectory message's contents and map its joint names onto `known_names`.
-
-    Per-point fields may be empty sequences (velocities and accelerations may be omitted as a
-    whole). Raises TrajectoryError on unknown or repeated names, inconsistent lengths,
-    non-finite numbers, missing positions or times that do not strictly increase.
-    """
-    n = len(times)
-    velocities = velocities if len(velocities) else [()] * n
-    accelerations = accelerations if len(accelerations) else [()] * n
-    if len(positions) != n or len(velocities) != n or len(accelerations) != n:
-        raise TrajectoryError('points disagree on their number of fields')
-    unknown = [name for name in joint_names if name not in known_names]
-    if unknown:
-        raise TrajectoryError(f'unknown joints {unknown}')
-    if len(set(joint_names)) != len(joint_names):
-        raise TrajectoryError('repeated joint names')
-    if not math.isfinite(start_time):
-        raise TrajectoryError('non-finite start time')
-    width = len(joint_names)
-    indices = np.array([list(known_names).index(name) for name in joint_names], dtype=int)
-    times_arr = np.array(times, dtype=float).reshape(n)
-    if n == 0:
-        return Trajectory(indices, times_arr, np.zeros((0, width)), None, start_time)
-    if width == 0:
-        raise TrajectoryError('points but no joint names')
-    if not np.all(np.isfinite(times_arr)) or times_arr[0] < 0.0:
-        raise TrajectoryError('time_from_start must be finite and not negative')
-    if np.any(np.diff(times_arr) <= 0.0):
-        raise TrajectoryError('time_from_start must strictly increase')
-    pos = _field(positions, 'positions', width)
-    if pos is None:
-        raise TrajectoryError('positions are required')
-    vel = _field(velocities, 'velocities', width)
-    _field(accelerations, 'accelerations', width)
-    return Trajectory(indices, times_arr, pos, vel, start_time)
-
-
-def _hermite(
-    t0: float, p0: np.ndarray, v0: np.ndarray, t1: float, p1: np.ndarray, v1: np.ndarray,
-    t: float,
-) -> np.ndarray:
-    span = t1 - t0
-    s = (t - t0) / span
-    s2, s3 = s * s, s * s * s
-    return ((2 * s3 - 3 * s2 + 1) * p0 + (s3 - 2 * s2 + s) * span * v0
-            + (-2 * s3 + 3 * s2) * p1 + (s3 - s2) * span * v1)
-
-
-def _linear(t0: float, p0: np.ndarray, t1: float, p1: np.ndarray, t: float) -> np.ndarray:
-    return p0 + (p1 - p0) * ((t - t0) / (t1 - t0))
+        None before the point before the trajectory (upstream: "not a valid point").
+        """
+        if not self.sampled_already:
+            if self.start_time == 0.0:
+                self.start_time = t
+            self.sampled_already = True
+        if t < self.time_before:
+            return None
+        dim = self.state_before.positions.size if self.state_before.positions is not None else 0
+        first_time = self.start_time + self.times[0]
+        if t < first_time:
+            if interpolation == 'none':
+                return self.state_before, 0, True
+            deduce_from_derivatives(self.state_before, self.points[0], dim,
+                                    first_time - self.time_before)
+            return interpolate(self.time_before, self.state_before, first_time, self.points[0],
+                               t), 0, True
+        for i in range(len(self.points) - 1):
+            t0, t1 = self.start_time + self.times[i], self.start_time + self.times[i + 1]
+            if t0 <= t < t1:
+                if interpolation == 'none':
+                    return self.points[i + 1], i, True
+                deduce_from_derivatives(self.points[i], self.points[i + 1], dim, t1 - t0)
+                return interpolate(t0, self.points[i], t1, self.points[i + 1], t), i, True
+        last = self.points[-1]
+        zeros = np.zeros(dim)
+        return State(last.positions, last.velocities if last.velocities is not None else zeros,
+                     last.accelerations if last.accelerations is not None else zeros), \
+            len(self.points) - 1, False
 
 
 class TrajectoryExecutor:
-    """Holds the active trajectory and answers "where should each joint be at time t"."""
+    """The JTC of some joints: checks messages, and each update says where they should be."""
 
-    def __init__(self, joint_names: Sequence[str]) -> None:
-        self.joint_names = tuple(joint_names)
-        self._traj: Trajectory | None = None
-        self._t_receipt = 0.0
-        self._t_start = 0.0
-        self._q_receipt = np.zeros(len(self.joint_names))
-        self._v_receipt = np.zeros(len(self.joint_names))
+    def __init__(self, params: JtcParams, update_period: float, log: Log | None = None) -> None:
+        self.params = params
+        self.update_period = update_period
+        self._log = log or (lambda level, text: None)
+        self._index = {name: i for i, name in enumerate(params.joints)}
+        self._pending: TrajectoryMsg | None = None
+        self._trajectory: Trajectory | None = None
+        self._holding = True
+        self._activated = False
+        self._cmd_timeout = 0.0
+        self._last_state = State(None)
+        self._command: np.ndarray | None = None
+        self._commanded = State(None)
+        self._command_time = 0.0
+        self._accepted = 0
+        self._pending_number = 0
+        self.running = 0
+        self.before_last_point = False
 
     @property
-    def active(self) -> bool:
-        """Return True while a trajectory is being followed (including holding its last point)."""
-        return self._traj is not None
+    def joints(self) -> tuple[str, ...]:
+        """Return the controller's joints, in its order."""
+        return self.params.joints
 
-    def set_trajectory(
-        self, traj: Trajectory, now: float, position: Sequence[float],
-        velocity: Sequence[float],
-    ) -> None:
-        """
-        Replace the active trajectory, starting from the arm's state at `now`.
+    @property
+    def holding(self) -> bool:
+        """Return True while the controller holds a position rather than follows a message."""
+        return self._holding
 
-        Raises TrajectoryError, leaving the motion unchanged, for a stamped trajectory that
-        ends before `now` (JTC ignores those too).
-        """
-        if traj.start_time > 0.0 and not traj.empty and traj.start_time + traj.times[-1] < now:
-            raise TrajectoryError('stamped trajectory ends in the past')
-        if traj.empty:
-            self.stop()
-            return
-        self._traj = traj
-        self._t_receipt = now
-        self._t_start = traj.start_time if traj.start_time > 0.0 else now
-        self._q_receipt = np.array(position, dtype=float)
-        self._v_receipt = np.array(velocity, dtype=float)
+    def set_params(self, params: JtcParams) -> None:
+        """Apply dynamic parameters (upstream refreshes them every update, #761)."""
+        if params.joints != self.params.joints:
+            raise ValueError('joints are read-only')
+        self.params = params
 
-    def stop(self) -> None:
-        """Drop the active trajectory; the arm holds wherever it is."""
-        self._traj = None
+    @property
+    def measured(self) -> np.ndarray | None:
+        """Return the positions the last update read (None before the first)."""
+        return self._last_state.positions
 
-    def sample(self, now: float) -> np.ndarray | None:
-        """Desired positions of all joints at `now`, or None when no trajectory is active."""
-        traj = self._traj
+    @property
+    def command(self) -> np.ndarray | None:
+        """Return the last position sent (None before the first update)."""
+        return self._command
+
+    def check(self, msg: TrajectoryMsg, now: float) -> str | None:
+        """Return (and log) why the controller refuses `msg` at `now`, or None."""
+        reason = jtc_rules.validate_trajectory(msg, self.params, now) or jtc_rules.sim_checks(msg)
+        if reason:
+            self._log('error', reason)
+        return reason
+
+    def accept(self, msg: TrajectoryMsg) -> int:
+        """Queue a checked `msg` for the next update; return its number (see `running`)."""
+        self._accepted += 1
+        self._pending, self._pending_number = msg, self._accepted
+        self._holding = False
+        return self._accepted
+
+    def receive(self, msg: TrajectoryMsg, now: float) -> str | None:
+        """Check `msg` as topic_callback does and queue it; None if accepted, else the reason."""
+        reason = self.check(msg, now)
+        if reason is None:
+            self.accept(msg)
+        return reason
+
+    def succeed(self) -> None:
+        """Go on commanding the last point at rest (set_success_trajectory_point)."""
+        if self._trajectory is not None:
+            last = replace(self._trajectory.msg.points[-1], time_from_start=0.0)
+            self._pending, self._pending_number = TrajectoryMsg(self.params.joints, (last,)), 0
+            self._holding = True
+
+    def hold(self) -> None:
+        """Hold the last measured position from the next update on (set_hold_position)."""
+        if self._last_state.positions is not None:
+            self._pending, self._pending_number = self._hold_msg(self._last_state.positions), 0
+            self._holding = True
+
+    def update(self, now: float, position: np.ndarray, velocity: np.ndarray) -> np.ndarray:
+        """Return the position command for every joint at `now`, given their measured state."""
+        state = State(np.asarray(position, dtype=float).copy(),
+                      np.asarray(velocity, dtype=float).copy()
+                      if 'velocity' in self.params.state_interfaces else None)
+        self._last_state = state
+        if not self._activated:
+            self._activate(now, state)
+        if self._pending is not None:
+            self._trajectory = Trajectory(self._sorted(self._filled(self._pending)))
+            self._pending = None
+            # The number of the message now running; 0 for a hold the controller made itself.
+            self.running, self._pending_number = self._pending_number, 0
+        traj = self._trajectory
+        assert self._command is not None
         if traj is None:
-            return None
-        desired = self._q_receipt.copy()
-        desired[traj.indices] = self._sample_columns(traj, max(now, self._t_receipt))
-        return desired
+            return self._command.copy()
+        if not traj.sampled_already:
+            if self.params.open_loop_control:
+                traj.set_point_before(self._command_time, self._commanded)
+            else:
+                traj.set_point_before(now, state)
+        method = self.params.interpolation_method
+        traj.sample(now, method)  # establishes the start time of a zero stamp, as upstream
+        ahead = self.update_period if jtc_rules.samples_next_cycle(self.params.distro) else 0.0
+        sampled = traj.sample(now + ahead, method)
+        if sampled is None:
+            return self._command.copy()
+        desired, start_index, self.before_last_point = sampled
+        since = now - (traj.start_time + traj.times[start_index])
+        if (not self.before_last_point and not self._holding and self._cmd_timeout > 0.0
+                and since > self._cmd_timeout):
+            self._log('warn', 'Aborted due to command timeout')
+            self._pending, self._pending_number = self._hold_msg(state.positions), 0
+            self._holding = True
+        assert desired.positions is not None
+        self._command = desired.positions.copy()
+        self._commanded = State(self._command.copy(), desired.velocities, desired.accelerations)
+        self._command_time = now
+        return self._command.copy()
 
-    def _sample_columns(self, traj: Trajectory, t: float) -> np.ndarray:
-        abs_times = self._t_start + traj.times
-        vel = traj.velocities
-        if t >= abs_times[-1]:
-            return traj.positions[-1]
-        i = int(np.searchsorted(abs_times, t, side='right'))
-        if i == 0:
-            t0, t1 = self._t_receipt, abs_times[0]
-            p0, p1 = self._q_receipt[traj.indices], traj.positions[0]
-            if t1 <= t0:
-                return p1
-            if vel is None:
-                return _linear(t0, p0, t1, p1, t)
-            return _hermite(t0, p0, self._v_receipt[traj.indices], t1, p1, vel[0], t)
-        t0, t1 = abs_times[i - 1], abs_times[i]
-        p0, p1 = traj.positions[i - 1], traj.positions[i]
-        if vel is None:
-            return _linear(t0, p0, t1, p1, t)
-        return _hermite(t0, p0, vel[i - 1], t1, p1, vel[i], t)
+    def _activate(self, now: float, state: State) -> None:
+        """Do what on_activate does: hold the measured position, parse cmd_timeout."""
+        assert state.positions is not None
+        self._activated = True
+        self._command = state.positions.copy()
+        self._commanded = State(state.positions.copy(), state.velocities)
+        self._command_time = now
+        self._pending = self._hold_msg(state.positions)
+        self._holding = True
+        self._cmd_timeout, warning = jtc_rules.effective_cmd_timeout(self.params)
+        if warning:
+            self._log('warn', warning)
+
+    def _hold_msg(self, positions: np.ndarray) -> TrajectoryMsg:
+        """Build init_hold_position_msg's message: one point at `positions`, stamp 0, time 0."""
+        return TrajectoryMsg(self.params.joints, (Point(tuple(float(v) for v in positions)),))
+
+    def _filled(self, msg: TrajectoryMsg) -> TrajectoryMsg:
+        """Port of fill_partial_goal: add the missing joints, holding their last command."""
+        missing = [name for name in self.params.joints if name not in msg.joint_names]
+        if not missing:
+            return msg
+        assert self._command is not None
+        hold = tuple(float(self._command[self._index[name]]) for name in missing)
+        zeros = (0.0,) * len(missing)
+        points = tuple(replace(
+            p, positions=p.positions + hold if p.positions else (),
+            velocities=p.velocities + zeros if p.velocities else (),
+            accelerations=p.accelerations + zeros if p.accelerations else (),
+            effort=p.effort + zeros if p.effort else ()) for p in msg.points)
+        return TrajectoryMsg(msg.joint_names + tuple(missing), points, msg.stamp)
+
+    def _sorted(self, msg: TrajectoryMsg) -> TrajectoryMsg:
+        """Port of sort_to_local_joint_order: every field in the controller's joint order."""
+        order = [msg.joint_names.index(name) for name in self.params.joints]
+
+        def remap(values: tuple[float, ...]) -> tuple[float, ...]:
+            return tuple(values[i] for i in order) if values else values
+
+        points = tuple(replace(p, positions=remap(p.positions), velocities=remap(p.velocities),
+                               accelerations=remap(p.accelerations), effort=remap(p.effort))
+                       for p in msg.points)
+        return TrajectoryMsg(self.params.joints, points, msg.stamp)

@@ -1,0 +1,97 @@
+"""
+Which simulated controllers the sim_arm runs: a registry, name -> factory.
+
+The sim parameters `arm_controller` and `gripper_controller` pick one entry each; the entry's
+name is also the controller's node name, as a controller's name is in ros2_control. The arm
+controller claims the 7 arm joints, the gripper controller the finger joint, as on a real arm
+where the gripper has its own controller. Until the gripper_action_controller is wired in,
+the gripper's default is a one-joint joint_trajectory_controller.
+"""
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rclpy.node import Node
+from sequence_ai_ros.sim import jtc_rules
+from sequence_ai_ros.sim.arm import ARM_JOINTS, GRIPPER_JOINT
+from sequence_ai_ros.sim.controller_base import SimController
+from sequence_ai_ros.sim.jtc_controller import JointTrajectoryControllerNode
+
+DEFAULT_ARM_CONTROLLER = 'joint_trajectory_controller'
+DEFAULT_GRIPPER_CONTROLLER = 'gripper_trajectory_controller'
+
+
+@dataclass(frozen=True)
+class ControllerSpec:
+    """What a factory is told: the controller's name, its joints, distro and cycle period."""
+
+    name: str
+    joints: tuple[str, ...]
+    distro: str
+    update_period: float
+
+
+# A factory builds the controller (a node, in the sim's context: node_kwargs carry it).
+ControllerFactory = Callable[..., SimController]
+
+
+def _joint_trajectory_controller(spec: ControllerSpec, **node_kwargs: Any) -> SimController:
+    return JointTrajectoryControllerNode(spec.name, spec.joints, spec.distro,
+                                         spec.update_period, **node_kwargs)
+
+
+ARM_CONTROLLERS: dict[str, ControllerFactory] = {
+    'joint_trajectory_controller': _joint_trajectory_controller,
+    # Wired in by the lead: 'forward_position_controller' and 'forward_velocity_controller'
+    # (sim/forward_command.py).
+}
+GRIPPER_CONTROLLERS: dict[str, ControllerFactory] = {
+    'gripper_trajectory_controller': _joint_trajectory_controller,
+    # Wired in by the lead: 'gripper_action_controller' (sim/gripper_action.py).
+}
+
+
+def controller_node_options(node: Node, argv: Sequence[str]) -> dict[str, Any]:
+    """
+    Return the Node keyword arguments of the controllers started beside `node`.
+
+    As ros2_control's controller_manager builds its controllers' node options from its own
+    arguments minus the remap of its node name: a launch file's `name='sim_arm'` is a global
+    `-r __node:=sim_arm`, which would otherwise rename every controller to sim_arm. The rest
+    of the process's ROS arguments (namespace, --params-file, -p, log levels) still apply.
+    """
+    args, ros_section, skip = [], False, False
+    for i, token in enumerate(argv):
+        if skip:
+            skip = False
+            continue
+        if token == '--ros-args':
+            ros_section = True
+        elif token == '--':
+            ros_section = False
+        elif ros_section and token in ('-r', '--remap') and i + 1 < len(argv) \
+                and argv[i + 1].split(':=')[0].split(':')[-1] == '__node':
+            skip = True
+            continue
+        if ros_section or token in ('--ros-args', '--'):
+            args.append(token)
+    return {'context': node.context, 'namespace': node.get_namespace(), 'cli_args': args,
+            'use_global_arguments': False}
+
+
+def build(arm: str, gripper: str, distro: str, update_period: float,
+          **node_kwargs: Any) -> list[SimController]:
+    """Build the arm and gripper controllers; ValueError naming the choices if one is unknown."""
+    if distro not in jtc_rules.DISTROS:
+        raise ValueError(f'controller_distro must be one of {list(jtc_rules.DISTROS)}, '
+                         f"got '{distro}'")
+    built = []
+    for kind, name, registry, joints in (('arm_controller', arm, ARM_CONTROLLERS, ARM_JOINTS),
+                                         ('gripper_controller', gripper, GRIPPER_CONTROLLERS,
+                                          (GRIPPER_JOINT,))):
+        if name not in registry:
+            raise ValueError(f"{kind} '{name}' is not one of {sorted(registry)}")
+        spec = ControllerSpec(name, tuple(joints), distro, update_period)
+        built.append(registry[name](spec, **node_kwargs))
+    return built

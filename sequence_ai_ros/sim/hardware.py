@@ -1,0 +1,77 @@
+"""
+The simulated arm's hardware loop: controllers write command interfaces, the arm follows.
+
+As ros2_control's resource manager does, every joint's command interface belongs to at most
+one controller, and a second claim is refused at start-up. Each cycle every controller is
+updated with its joints' measured state and returns a command per joint: a position is the
+joint's desired position, a velocity v becomes q + v * dt, None (or a non-finite value, which
+real hardware would refuse) holds those joints where they are. Unclaimed joints hold too.
+"""
+
+from collections.abc import Sequence
+
+import numpy as np
+from sequence_ai_ros.sim.arm import JOINT_NAMES, SimArm
+from sequence_ai_ros.sim.controller_base import (
+    COMMAND_INTERFACES,
+    controller_name,
+    Holdable,
+    SimController,
+    VELOCITY,
+)
+
+
+def claims(controllers: Sequence[SimController], joint_names: Sequence[str]) -> list[np.ndarray]:
+    """Return each controller's joint indices; ValueError on an unknown or doubly claimed joint."""
+    owner: dict[str, str] = {}
+    indices = []
+    for controller in controllers:
+        name = controller_name(controller)
+        if controller.command_interface not in COMMAND_INTERFACES:
+            raise ValueError(f"{name}: command interface '{controller.command_interface}' is not "
+                             f'one of {list(COMMAND_INTERFACES)}')
+        for joint in controller.claimed_joints:
+            if joint not in joint_names:
+                raise ValueError(f"{name} claims joint '{joint}', which the hardware does not "
+                                 f'have ({list(joint_names)})')
+            if joint in owner:
+                raise ValueError(f"joint '{joint}' is claimed by both {owner[joint]} and {name}")
+            owner[joint] = name
+        indices.append(np.array([list(joint_names).index(j) for j in controller.claimed_joints],
+                                dtype=int))
+    return indices
+
+
+class HardwareLoop:
+    """Owns the simulated arm and its controllers; :meth:`step` is one control cycle."""
+
+    def __init__(self, arm: SimArm, controllers: Sequence[SimController],
+                 joint_names: Sequence[str] = JOINT_NAMES) -> None:
+        self.arm = arm
+        self.controllers = tuple(controllers)
+        self.joint_names = tuple(joint_names)
+        self._indices = claims(self.controllers, self.joint_names)
+
+    def step(self, now: float, dt: float) -> None:
+        """Update every controller at `now`, then move the arm for `dt` seconds."""
+        arm = self.arm
+        desired = arm.position.copy()
+        for controller, idx in zip(self.controllers, self._indices):
+            command = controller.update(now, arm.position[idx].copy(), arm.velocity[idx].copy())
+            if command is None:
+                continue
+            command = np.asarray(command, dtype=float)
+            if command.shape != idx.shape or not np.all(np.isfinite(command)):
+                continue
+            if controller.command_interface == VELOCITY:
+                desired[idx] = arm.position[idx] + command * dt
+            else:
+                desired[idx] = command
+        arm.step(desired, dt)
+
+    def hold(self) -> None:
+        """Stop the arm and tell every controller that can to hold where it is."""
+        for controller in self.controllers:
+            if isinstance(controller, Holdable):
+                controller.hold()
+        self.arm.hold()

@@ -1,0 +1,134 @@
+"""The sim_arm as a real process, and a probe node that talks to it over DDS."""
+
+import os
+from pathlib import Path
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
+from rcl_interfaces.srv import GetParameters, SetParameters
+import rclpy
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import qos_profile_sensor_data
+from sensor_msgs.msg import CompressedImage, Image, JointState
+from std_msgs.msg import Float64
+from std_srvs.srv import Trigger
+from trajectory_msgs.msg import JointTrajectory
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class SimProcess:
+    """`python -m sequence_ai_ros.sim.node` in a namespace, its output kept in a file."""
+
+    def __init__(self, namespace, *params, params_file=None, ros_args=()):
+        self.log = tempfile.NamedTemporaryFile(prefix='sim_arm_', suffix='.log')
+        args = [sys.executable, '-m', 'sequence_ai_ros.sim.node', '--ros-args']
+        if namespace != '/':
+            args += ['-r', f'__ns:={namespace}']
+        if params_file:
+            args += ['--params-file', str(params_file)]
+        for param in params:
+            args += ['-p', param]
+        args += list(ros_args)
+        env = dict(os.environ, PYTHONUNBUFFERED='1', RCUTILS_LOGGING_BUFFERED_STREAM='0')
+        self.proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=self.log,
+                                     stderr=subprocess.STDOUT)
+
+    def output(self):
+        """Return everything the process has printed so far."""
+        return Path(self.log.name).read_text(errors='replace')
+
+    def stop(self, sig=signal.SIGINT):
+        """Stop the process (SIGINT by default); return its exit code and output."""
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        output = self.output()
+        self.log.close()
+        return self.proc.returncode, output
+
+
+class Probe:
+    """A node in its own context that records what one sim publishes and calls its services."""
+
+    def __init__(self, context, namespace, compressed=False):
+        ns = '' if namespace == '/' else namespace
+        self.ns = ns
+        self.node = rclpy.create_node(f'probe{ns.replace("/", "_")}', context=context)
+        self.executor = SingleThreadedExecutor(context=context)
+        self.executor.add_node(self.node)
+        self.joint_states = []
+        self.distances = []
+        self.frames = {'exterior': [], 'wrist': []}
+        self.node.create_subscription(JointState, f'{ns}/joint_states',
+                                      self.joint_states.append, 100)
+        self.node.create_subscription(Float64, f'{ns}/sim_arm/task_distance',
+                                      lambda m: self.distances.append(m.data), 10)
+        kind, suffix = (CompressedImage, '/compressed') if compressed else (Image, '')
+        for view, frames in self.frames.items():
+            self.node.create_subscription(kind, f'{ns}/camera/{view}/image_raw{suffix}',
+                                          frames.append, qos_profile_sensor_data)
+        self.trajectory_pub = self.trajectory_publisher('joint_trajectory_controller')
+        self.hold = self.node.create_client(Trigger, f'{ns}/sim_arm/hold')
+        self.set_params = self.node.create_client(SetParameters, f'{ns}/sim_arm/set_parameters')
+
+    def trajectory_publisher(self, controller):
+        """Publish to `<controller>/joint_trajectory` in the sim's namespace (reliable)."""
+        return self.node.create_publisher(
+            JointTrajectory, f'{self.ns}/{controller}/joint_trajectory', 10)
+
+    def spin_for(self, seconds):
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.executor.spin_once(timeout_sec=0.01)
+
+    def wait_for(self, predicate, timeout, what):
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            assert time.monotonic() < deadline, f'timed out waiting for {what}'
+            self.executor.spin_once(timeout_sec=0.05)
+
+    def call(self, client, request, timeout=5.0):
+        assert client.wait_for_service(timeout_sec=timeout)
+        future = client.call_async(request)
+        self.wait_for(future.done, timeout, 'service reply')
+        return future.result()
+
+    def get_parameters(self, node_name, *names):
+        """Return {name: ParameterValue} from `/<ns>/<node_name>/get_parameters`."""
+        client = self.node.create_client(GetParameters, f'{self.ns}/{node_name}/get_parameters')
+        try:
+            reply = self.call(client, GetParameters.Request(names=list(names)), timeout=10.0)
+        finally:
+            self.node.destroy_client(client)
+        return dict(zip(names, reply.values))
+
+    def set_target(self, values):
+        value = ParameterValue(type=ParameterType.PARAMETER_DOUBLE_ARRAY,
+                               double_array_value=list(values))
+        request = SetParameters.Request(parameters=[Parameter(name='target_xy', value=value)])
+        return self.call(self.set_params, request).results[0]
+
+    def now(self):
+        return self.node.get_clock().now().nanoseconds * 1e-9
+
+    def latest(self, *names):
+        state = self.joint_states[-1]
+        return np.array([state.position[list(state.name).index(n)] for n in names])
+
+    def destroy(self):
+        self.executor.shutdown()
+        self.node.destroy_node()
+
+
+def stamp(msg):
+    return msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
