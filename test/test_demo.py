@@ -18,7 +18,8 @@ from sequence_ai_ros.gateway.catalogue import load_catalogue
 REPO = Path(__file__).resolve().parents[1]
 MODELS = [p.name for p in load_catalogue().profiles]
 FIELDS = ('outcome', 'actions', 'chunks', 'seconds', 'underruns', 'moving %', 'max seam jump',
-          'latency p50 (s)', 'latency p95 (s)', 'final task distance (m)')
+          'latency p50 (s)', 'latency p95 (s)', 'final task distance (m)',
+          'rejected by controllers')
 
 
 def demo(*argv):
@@ -72,6 +73,8 @@ def test_reference_policy_reaches_the_target_in_the_closed_loop(model, tmp_path)
     assert status == 0, text
     (run,) = instance.runs
     assert run.data.outcome['outcome'] == 'completed'
+    # The simulated controllers apply Jazzy's upstream rules: they accepted every command.
+    assert run.data.controller_errors == [], run.data.controller_errors
     start = run.data.distances[0][1]
     assert start > 0.3, 'the arm did not start away from the target'
     # It gets there, from more than 0.3 m, and does not drift off as the old policy did (it
@@ -104,6 +107,7 @@ def test_demo_command_runs_end_to_end_and_draws_the_comparison(tmp_path):
     assert on > off, 'prefetch did not keep the arm moving longer'
     assert int(rows['underruns'][1]) >= 2, 'without prefetch every chunk boundary stalls'
     assert all(float(v) < 0.5 for v in rows['final task distance (m)'])
+    assert rows['rejected by controllers'] == ['0', '0'], text
     assert f'picture: {png}' in text
     with Image.open(png) as image:
         assert image.format == 'PNG'

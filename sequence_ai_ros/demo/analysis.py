@@ -26,6 +26,8 @@ class Recording:
     outcome_time: float | None = None
     warming_eta_s: float | None = None
     episode_message: str = ''
+    # ERROR lines the simulated controllers logged (a command they rejected), as (name, text).
+    controller_errors: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

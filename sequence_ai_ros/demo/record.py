@@ -8,6 +8,7 @@ from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
 from lifecycle_msgs.srv import ChangeState, GetState
+from rcl_interfaces.msg import Log
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
@@ -77,6 +78,7 @@ class Recorder:
                                  RELIABLE)
         node.create_subscription(Float64, f'{ns}/{SIM}/task_distance', self._on_distance, 10)
         node.create_subscription(DiagnosticArray, '/diagnostics', self._on_diagnostics, 10)
+        node.create_subscription(Log, '/rosout', self._on_log, RELIABLE)
         self._change: Any = node.create_client(ChangeState, f'{ns}/{NODE}/change_state')
         self._get: Any = node.create_client(GetState, f'{ns}/{NODE}/get_state')
         ros.executor.add_node(node)
@@ -117,6 +119,13 @@ class Recorder:
         positions = msg.position
         self.data.joint_states.append(
             (time.monotonic(), tuple(positions[i] for i in self._joint_index[1])))
+
+    def _on_log(self, msg: Log) -> None:
+        # A controller's logger is <namespace>.<controller> with dots: e.g. demo.on.gripper_...
+        prefix = self.ns.strip('/').replace('/', '.') + '.'
+        if msg.level >= Log.ERROR and msg.name.startswith(prefix) and \
+                msg.name.endswith('controller'):
+            self.data.controller_errors.append((msg.name, msg.msg))
 
     def _on_chunk(self, msg: String) -> None:
         self.data.chunks.append((time.monotonic(), json.loads(msg.data)))

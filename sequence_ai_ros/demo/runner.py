@@ -29,6 +29,7 @@ DEFAULT_MODEL = 'pi05-droid'
 DEFAULT_TIME_SCALE = 0.25
 DEFAULT_OUT = 'demo-out/demo.png'
 JOIN_MODES = ('append', 'aligned')
+GRIPPER_CONTROLLER = 'gripper_trajectory_controller'
 # Model seconds of motion when --actions is not given: enough to reach the target from home
 # and settle there, short enough that the whole demo takes well under two minutes.
 EPISODE_MODEL_S = 20.0
@@ -191,7 +192,8 @@ class Demo:
         run = Run(label, prefetch, '/demo/' + label.replace(' ', '_'))
         sim = self._child('sim_arm', run, 'sequence_ai_ros.sim.node', [
             '-p', f'time_scale:={self.scale!r}',
-            '-p', f'target_xy:=[{TARGET_XY[0]!r}, {TARGET_XY[1]!r}]'])
+            '-p', f'target_xy:=[{TARGET_XY[0]!r}, {TARGET_XY[1]!r}]',
+            '-p', f'gripper_controller:={GRIPPER_CONTROLLER}'])
         node = self._child('policy_node', run, 'sequence_ai_ros.node.main', [
             '--params-file', str(self.config), *self._node_parameters(run)],
             SEQUENCES_API_KEY=self.key)
@@ -220,6 +222,9 @@ class Demo:
             'prefetch': 'true' if run.prefetch else 'false',
             # The node waits out the cold start before its first action; it must cover it.
             'startup_timeout_s': repr(self.cold_wall_s + STEP_TIMEOUT_S),
+            # The simulated arm's gripper is a one-joint joint_trajectory_controller.
+            'gripper_interface': 'trajectory',
+            'gripper_controller': GRIPPER_CONTROLLER,
         }
         if self.args.join:
             params['join_mode'] = self.args.join
@@ -334,6 +339,7 @@ class Demo:
             ('latency p50 (s)', [self._number(self._latency(run, 'p50'), 3) for run in runs]),
             ('latency p95 (s)', [self._number(self._latency(run, 'p95'), 3) for run in runs]),
             ('final task distance (m)', [self._number(run.final_distance, 4) for run in runs]),
+            ('rejected by controllers', [str(len(run.data.controller_errors)) for run in runs]),
         ]
         width = max(len(name) for name, _ in rows)
         lines = [f'{name:<{width}}' + ''.join(f'{v:>15}' for v in values)
