@@ -250,4 +250,3 @@ def test_the_interface_cannot_be_overridden_by_a_parameter(ros, controller):
     node = controller(parameter_overrides=[Parameter('interface_name', value='position')])
     assert node.get_parameter('interface_name').value == 'velocity'
     assert node.command_interface == 'velocity'
-
