@@ -28,7 +28,6 @@ One deliberate difference: a goal with a non-finite position or max_effort is re
 
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-import functools
 import math
 import threading
 from typing import Any
@@ -38,6 +37,7 @@ from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import GoalEvent, ServerGoalHandle
 from rclpy.node import Node
+from rclpy.task import Future
 from sequence_ai_ros import arm_model
 from sequence_ai_ros.sim.controller_base import POSITION
 
@@ -247,8 +247,8 @@ class GripperActionController(Node):
     The gripper_action_controller node: `~/gripper_cmd` GripperCommand, SimController.
 
     Parameters are read once, at start-up (upstream: on configure); results go out from a
-    timer at action_monitor_rate. Spin it on a SingleThreadedExecutor: an rclpy action server
-    on rclpy 9.1's EventsExecutor answered no goal in our check (rclpy's plain one neither).
+    timer at action_monitor_rate. Spin it on a SingleThreadedExecutor: rclpy 9.1's
+    EventsExecutor answered no goal of any rclpy action server in our check, a bare one too.
     """
 
     def __init__(self, joint: str = arm_model.GRIPPER_JOINT,
@@ -262,9 +262,9 @@ class GripperActionController(Node):
             self.destroy_node()
             raise
         self._lock = threading.Lock()
-        self._goals: dict[bytes, ServerGoalHandle] = {}
+        self._endings: dict[bytes, Future] = {}
         self._server = ActionServer(
-            self, self._action, '~/gripper_cmd', execute_callback=self._conclude,
+            self, self._action, '~/gripper_cmd', execute_callback=self._execute,
             goal_callback=self._on_goal, handle_accepted_callback=self._on_accepted,
             cancel_callback=self._on_cancel)
         rate = self._core.settings.action_monitor_rate
@@ -319,12 +319,12 @@ class GripperActionController(Node):
     def _on_accepted(self, goal_handle: ServerGoalHandle) -> None:
         key = bytes(goal_handle.goal_id.uuid)
         command = goal_handle.request.command
+        # Tied to the executor, the future wakes it when done: the result leaves at that tick.
+        ending: Future = Future(executor=self.executor)
         with self._lock:
-            self._goals[key] = goal_handle
+            self._endings[key] = ending
             self._core.accept(key, command.position, command.max_effort, self._now())
-        # EXECUTING now, without a callback that would wait: rclpy resumes a waiting coroutine
-        # on every spin (a busy loop); the result's callback is scheduled when the goal ends.
-        goal_handle._update_state(GoalEvent.EXECUTE)
+        goal_handle.execute()
 
     def _on_cancel(self, goal_handle: ServerGoalHandle) -> CancelResponse:
         self.get_logger().info('Got request to cancel goal')
@@ -337,13 +337,16 @@ class GripperActionController(Node):
     def _monitor(self) -> None:
         with self._lock:
             outcomes = self._core.pop_outcomes()
-            handles = [self._goals.pop(o.goal_id, None) for o in outcomes]
-        for outcome, goal_handle in zip(outcomes, handles):
-            if goal_handle is not None:
-                self._server.notify_execute(goal_handle, functools.partial(self._conclude,
-                                                                           outcome))
+            endings = [self._endings.get(o.goal_id) for o in outcomes]
+        for outcome, ending in zip(outcomes, endings):
+            if ending is not None:
+                ending.set_result(outcome)
 
-    def _conclude(self, outcome: Outcome, goal_handle: ServerGoalHandle) -> Any:
+    async def _execute(self, goal_handle: ServerGoalHandle) -> Any:
+        key = bytes(goal_handle.goal_id.uuid)
+        outcome = await self._endings[key]
+        with self._lock:
+            del self._endings[key]
         if outcome.status == CANCELED:
             if not goal_handle.is_cancel_requested:
                 # Preempted: upstream's goal handle ends CANCELED; rclpy's only way from
