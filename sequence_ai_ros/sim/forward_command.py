@@ -6,7 +6,7 @@ forward_controllers_base.cpp, master @ c8511bb, the Kilted line; humble and jazz
 where noted):
 
 - `~/commands` takes std_msgs/Float64MultiArray at the system-default QoS (lines 59-75); the
-  latest message is kept and written to the command interfaces on every cycle (lines 132-160).
+  latest message is kept and written to the command interfaces on every cycle (lines 132-166).
 - A message with a non-finite value is dropped with "Non-finite value received. Dropping
   message" and the previous one stays (lines 63-73; jazzy since 4.29.0, #1817; humble writes
   it through).
