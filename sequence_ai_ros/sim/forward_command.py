@@ -1,0 +1,211 @@
+"""
+forward_command_controller as ros2_control runs it: a ROS-free core and the controller's node.
+
+The rules are ros-controls/ros2_controllers' (forward_command_controller/src/
+forward_controllers_base.cpp, master @ c8511bb, the Kilted line; humble and jazzy differ only
+where noted):
+
+- `~/commands` takes std_msgs/Float64MultiArray at the system-default QoS (lines 59-75); the
+  latest message is kept and written to the command interfaces on every cycle (lines 132-166).
+- A message with a non-finite value is dropped with "Non-finite value received. Dropping
+  message" and the previous one stays (lines 63-73; jazzy since 4.29.0, #1817; humble writes
+  it through).
+- A message of the wrong size is kept too, but each cycle then logs (at most once a second)
+  "command size (N) does not match number of interfaces (M)", writes nothing and returns
+  ERROR (lines 143-150): the interfaces keep what they held. On Jazzy and later the
+  controller_manager deactivates a controller whose update returns ERROR
+  (ros2_control controller_manager.cpp, ControllerManager::update, PR #1499); Humble's does
+  not (ros2_control issue #1873) and the error repeats until a right-sized command arrives.
+- Until the first command after an activation nothing is written (lines 137-141); activating
+  and deactivating both drop the kept command (lines 117-118, 127-128).
+- There is NO command timeout: when commands stop, the last one keeps being written. A
+  velocity controller keeps the arm moving at the last velocity until it is told otherwise or
+  deactivated; whoever publishes must send zeros (or hold) to stop.
+- velocity_controllers/JointGroupVelocityController (joint_group_velocity_controller.cpp,
+  @ 1044e67, lines 54-70) writes 0.0 to every velocity interface when deactivated; position
+  interfaces keep their last value. Both JointGroup*Controllers only fix `interface_name`.
+
+A command interface is memory: `update` returns what the claimed interfaces hold (None until
+something was written, so the hardware holds), which is what a robot's hardware would act on.
+"""
+
+from collections.abc import Sequence
+import threading
+from typing import Any
+
+import numpy as np
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.node import Node
+from rclpy.qos import qos_profile_system_default
+from sequence_ai_ros.sim.controller_base import COMMAND_INTERFACES, VELOCITY
+from std_msgs.msg import Float64MultiArray
+
+NON_FINITE = 'Non-finite value received. Dropping message'
+SIZE_MISMATCH = 'command size ({}) does not match number of interfaces ({})'
+# controller_manager's own line when it takes a failing controller down (Jazzy and later).
+DEACTIVATED = 'Deactivating following controllers as their update resulted in an error :\n\t- {}'
+THROTTLE_S = 1.0
+DEFAULT_NAMES = {'position': 'forward_position_controller',
+                 'velocity': 'forward_velocity_controller'}
+
+
+def check_interface(interface: str) -> str:
+    """Why `interface` cannot be claimed (upstream's words where it has some), or ''."""
+    if not interface:
+        return "'interface_name' parameter was empty"
+    if interface not in COMMAND_INTERFACES:
+        return f"interface_name '{interface}': the simulated arm offers {COMMAND_INTERFACES}"
+    return ''
+
+
+def check_config(joints: Sequence[str], interface: str) -> str:
+    """Why `joints`/`interface` cannot make a controller (upstream's words), or '' if they can."""
+    if not joints:
+        return "'joints' parameter was empty"
+    if len(set(joints)) != len(joints) or not all(joints):
+        return f'joints must be distinct, non-empty names, got {list(joints)}'
+    return check_interface(interface)
+
+
+class ForwardCommand:
+    """The controller's state: the kept command, the interfaces' values, active or not."""
+
+    def __init__(self, joints: Sequence[str], interface: str,
+                 deactivate_on_error: bool = True) -> None:
+        """
+        Claim `joints` on the `interface` command interface; ValueError if that cannot be.
+
+        `deactivate_on_error` plays the Jazzy-and-later controller_manager, which deactivates
+        the controller when a wrong-sized command makes its update fail; False is Humble's.
+        """
+        reason = check_config(joints, interface)
+        if reason:
+            raise ValueError(reason)
+        self.joints = tuple(joints)
+        self.interface = interface
+        self.deactivate_on_error = deactivate_on_error
+        self.active = True
+        self.errors = 0
+        self._kept: np.ndarray | None = None
+        self._written: np.ndarray | None = None
+
+    def receive(self, data: Sequence[float]) -> str:
+        """Keep a `~/commands` message; return upstream's warning if it is dropped, else ''."""
+        values = np.array(data, dtype=float).ravel()
+        if not np.all(np.isfinite(values)):
+            return NON_FINITE
+        self._kept = values
+        return ''
+
+    def update(self) -> tuple[np.ndarray | None, str]:
+        """
+        Run one control cycle: return (what the interfaces hold, an error line or '').
+
+        The values are None while nothing was ever written. While inactive the controller
+        is not updated, so the interfaces keep their values.
+        """
+        if self.active and self._kept is not None:
+            if self._kept.size != len(self.joints):
+                self.errors += 1
+                error = SIZE_MISMATCH.format(self._kept.size, len(self.joints))
+                if self.deactivate_on_error:
+                    self.deactivate()
+                return self.interface_values(), error
+            self._written = self._kept.copy()
+        return self.interface_values(), ''
+
+    def interface_values(self) -> np.ndarray | None:
+        """Return a copy of what the claimed command interfaces hold (None: never written)."""
+        return None if self._written is None else self._written.copy()
+
+    def activate(self) -> None:
+        """Start updating; a command kept from before must not play."""
+        self.active = True
+        self._kept = None
+
+    def deactivate(self) -> None:
+        """Stop updating and drop the kept command; a velocity controller writes zeros first."""
+        self.active = False
+        self._kept = None
+        if self.interface == VELOCITY:
+            self._written = np.zeros(len(self.joints))
+
+
+class ForwardCommandController(Node):
+    """
+    A forward command controller's node: `~/commands` in, SimController for the hardware loop.
+
+    Named after the controller (default forward_position_controller or
+    forward_velocity_controller), with the read-only parameters `joints` and `interface_name`
+    as upstream declares them (forward_command_controller_parameters.yaml), so
+    /<name>/get_parameters answers. A `joints` value in the parameter overrides wins over the
+    argument; `interface` is fixed, as the JointGroup*Controllers fix it.
+    """
+
+    def __init__(self, joints: Sequence[str], interface: str, name: str | None = None,
+                 deactivate_on_error: bool = True, **kwargs: Any) -> None:
+        """Create the node and its subscription; ValueError if joints or interface are unusable."""
+        reason = check_config(joints, interface)
+        if reason:
+            raise ValueError(reason)
+        super().__init__(name or DEFAULT_NAMES[interface], **kwargs)
+        joints = self.declare_parameter(
+            'joints', list(joints),
+            ParameterDescriptor(description='Name of the joints to control', read_only=True)
+        ).value
+        self.declare_parameter(
+            'interface_name', interface,
+            ParameterDescriptor(description='Name of the interface of the joint', read_only=True),
+            ignore_override=True)
+        try:
+            self._core = ForwardCommand(list(joints or []), interface, deactivate_on_error)
+        except ValueError:
+            self.destroy_node()
+            raise
+        self._lock = threading.Lock()
+        self.create_subscription(Float64MultiArray, '~/commands', self._on_command,
+                                 qos_profile_system_default)
+
+    @property
+    def claimed_joints(self) -> Sequence[str]:
+        """Return the joints whose command interface this controller writes, in its order."""
+        return self._core.joints
+
+    @property
+    def command_interface(self) -> str:
+        """Return 'position' or 'velocity'."""
+        return self._core.interface
+
+    @property
+    def active(self) -> bool:
+        """Return True while the controller is updated (False after an error on Jazzy+)."""
+        return self._core.active
+
+    def activate(self) -> None:
+        """Activate, as controller_manager's switch_controller does."""
+        with self._lock:
+            self._core.activate()
+
+    def deactivate(self) -> None:
+        """Deactivate, as controller_manager's switch_controller does."""
+        with self._lock:
+            self._core.deactivate()
+
+    def update(self, now: float, position: np.ndarray, velocity: np.ndarray
+               ) -> np.ndarray | None:
+        """Return what the claimed command interfaces hold after this cycle (None: nothing)."""
+        with self._lock:
+            was_active = self._core.active
+            values, error = self._core.update()
+            taken_down = was_active and not self._core.active
+        if error:
+            self.get_logger().error(error, throttle_duration_sec=THROTTLE_S)
+        if taken_down:
+            self.get_logger().error(DEACTIVATED.format(self.get_name()))
+        return values
+
+    def _on_command(self, msg: Float64MultiArray) -> None:
+        with self._lock:
+            warning = self._core.receive(msg.data)
+        if warning:
+            self.get_logger().warning(warning, throttle_duration_sec=THROTTLE_S)

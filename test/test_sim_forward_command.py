@@ -1,0 +1,252 @@
+"""
+The simulated forward_command_controller: its rules with no DDS, then its node over DDS.
+
+Upstream: ros-controls/ros2_controllers, forward_command_controller/src/
+forward_controllers_base.cpp (master @ c8511bb), velocity_controllers/src/
+joint_group_velocity_controller.cpp (@ 1044e67); ros2_control's controller_manager for what
+follows an update error.
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+from rcl_interfaces.msg import Log
+from rcl_interfaces.srv import GetParameters, SetParameters
+from rclpy.parameter import Parameter
+from rclpy.qos import qos_profile_system_default
+from ros_harness import wait_until
+from sequence_ai_ros.service_calls import call_service
+from sequence_ai_ros.sim.forward_command import (
+    DEACTIVATED,
+    ForwardCommand,
+    ForwardCommandController,
+    NON_FINITE,
+    SIZE_MISMATCH,
+)
+from std_msgs.msg import Float64MultiArray
+
+JOINTS = ('panda_joint1', 'panda_joint2')
+NAMES = itertools.count()
+
+
+def cycle(core):
+    """Run one update; return (the interfaces' values as a list or None, the error line)."""
+    values, error = core.update()
+    return (None if values is None else values.tolist()), error
+
+
+def integrate(controller, position, dt, steps, now=0.0):
+    """Step a velocity-commanded pair of joints `steps` times; return the positions."""
+    q = np.array(position, dtype=float)
+    for k in range(steps):
+        v = controller.update(now + k * dt, q, np.zeros_like(q))
+        if v is not None:
+            q = q + v * dt
+    return q
+
+
+# -- the rules, with no DDS -----------------------------------------------------------------
+
+def test_nothing_is_written_before_the_first_command():
+    # update(), lines 137-141: no command received yet -> the interfaces are left alone.
+    core = ForwardCommand(JOINTS, 'velocity')
+    assert cycle(core) == (None, '')
+
+
+def test_the_last_command_is_written_every_cycle_with_no_timeout():
+    # update() has no clock in it: a velocity controller keeps moving when commands stop.
+    core = ForwardCommand(JOINTS, 'velocity')
+    assert core.receive([0.1, -0.2]) == ''
+    for _ in range(100_000):
+        values, error = core.update()
+    np.testing.assert_array_equal(values, [0.1, -0.2])
+    assert error == ''
+
+
+def test_a_newer_command_replaces_the_kept_one():
+    core = ForwardCommand(JOINTS, 'position')
+    core.receive([0.1, 0.2])
+    core.receive([0.3, 0.4])
+    np.testing.assert_array_equal(core.update()[0], [0.3, 0.4])
+
+
+def test_a_non_finite_command_is_dropped_with_upstreams_text_and_the_last_one_stays():
+    # on_configure's subscription callback, lines 63-73 (jazzy since 4.29.0, #1817).
+    core = ForwardCommand(JOINTS, 'velocity')
+    core.receive([0.1, 0.2])
+    assert core.receive([float('nan'), 0.0]) == NON_FINITE
+    assert core.receive([0.0, float('inf')]) == 'Non-finite value received. Dropping message'
+    np.testing.assert_array_equal(core.update()[0], [0.1, 0.2])
+
+
+def test_a_wrong_size_command_writes_nothing_and_says_upstreams_text():
+    # update(), lines 143-150; Humble's controller_manager leaves the controller active.
+    core = ForwardCommand(JOINTS, 'velocity', deactivate_on_error=False)
+    core.receive([0.1, 0.2])
+    core.update()
+    core.receive([0.5, 0.5, 0.5])
+    values, error = core.update()
+    assert error == 'command size (3) does not match number of interfaces (2)'
+    np.testing.assert_array_equal(values, [0.1, 0.2])  # the interfaces keep what they held
+    assert core.update()[1] == error  # kept, so every cycle fails until a good one comes
+    assert core.active and core.errors == 2
+    core.receive([0.0, 0.0])
+    assert cycle(core) == ([0.0, 0.0], '')
+
+
+def test_a_wrong_size_command_deactivates_the_controller_on_jazzy_and_later():
+    # controller_manager (PR #1499) takes it down; JointGroupVelocityController's
+    # on_deactivate (lines 54-70) then writes zeros, and nothing plays until an activation.
+    core = ForwardCommand(JOINTS, 'velocity')
+    core.receive([0.1, 0.2])
+    core.update()
+    core.receive([0.5])
+    values, error = core.update()
+    assert error == SIZE_MISMATCH.format(1, 2)
+    assert not core.active
+    np.testing.assert_array_equal(values, [0.0, 0.0])
+    core.receive([0.3, 0.3])
+    assert cycle(core) == ([0.0, 0.0], '')
+    core.activate()
+    assert cycle(core) == ([0.0, 0.0], '')  # activation dropped the kept command
+    core.receive([0.3, 0.3])
+    assert cycle(core) == ([0.3, 0.3], '')
+
+
+def test_deactivating_a_position_controller_leaves_its_last_position():
+    core = ForwardCommand(JOINTS, 'position')
+    core.receive([0.1, 0.2])
+    core.update()
+    core.deactivate()
+    np.testing.assert_array_equal(core.update()[0], [0.1, 0.2])
+
+
+def test_a_command_from_before_an_activation_does_not_play():
+    # on_activate, lines 117-118: "reset command buffer if a command came through callback
+    # when controller was inactive".
+    core = ForwardCommand(JOINTS, 'position')
+    core.deactivate()
+    core.receive([0.1, 0.2])
+    core.activate()
+    assert cycle(core) == (None, '')
+
+
+@pytest.mark.parametrize('joints, interface, reason', [
+    ((), 'velocity', "'joints' parameter was empty"),
+    (JOINTS, '', "'interface_name' parameter was empty"),
+    (JOINTS, 'effort', "interface_name 'effort'"),
+    (('a', 'a'), 'position', 'distinct'),
+])
+def test_a_controller_that_cannot_claim_its_interfaces_is_refused(joints, interface, reason):
+    with pytest.raises(ValueError, match=reason):
+        ForwardCommand(joints, interface)
+
+
+# -- the node, over DDS in this process -------------------------------------------------------
+
+@pytest.fixture
+def controller(ros):
+    nodes = []
+
+    def make(interface='velocity', **kwargs):
+        # A fresh name each time: a destroyed node's name leaves /rosout only once the
+        # executor lets go of it, and takes a successor's log publisher along.
+        kwargs.setdefault('name', f'forward_{interface}_controller_{next(NAMES)}')
+        node = ForwardCommandController(JOINTS, interface, context=ros.context, **kwargs)
+        ros.executor.add_node(node)
+        nodes.append(node)
+        return node
+    yield make
+    for node in nodes:
+        ros.executor.remove_node(node)
+        node.destroy_node()
+
+
+def publisher_for(ros, node):
+    pub = ros.node.create_publisher(Float64MultiArray, f'/{node.get_name()}/commands',
+                                    qos_profile_system_default)
+    assert wait_until(lambda: pub.get_subscription_count() > 0, 10)
+    return pub
+
+
+def received(node, expected):
+    """Wait until the node's interfaces hold `expected` (the update runs on this thread)."""
+    q = np.zeros(len(JOINTS))
+    return wait_until(lambda: np.array_equal(node.update(0.0, q, q), expected), 10)
+
+
+def test_a_velocity_command_over_dds_integrates(ros, controller):
+    node = controller()
+    assert (node.claimed_joints, node.command_interface) == (JOINTS, 'velocity')
+    pub = publisher_for(ros, node)
+    pub.publish(Float64MultiArray(data=[0.5, -0.25]))
+    assert received(node, [0.5, -0.25])
+    q = integrate(node, [0.0, 1.0], dt=0.01, steps=200)
+    np.testing.assert_allclose(q, [1.0, 0.5])  # 2 s at the last velocity: nothing stops it
+
+
+def test_a_wrong_size_command_over_dds_is_ignored_with_upstreams_text(ros, controller):
+    node = controller(deactivate_on_error=False)
+    logs = []
+    sub = ros.node.create_subscription(
+        Log, '/rosout', lambda m: logs.append(m) if m.name == node.get_name() else None, 100)
+    try:
+        pub = publisher_for(ros, node)
+        pub.publish(Float64MultiArray(data=[0.1, 0.2]))
+        assert received(node, [0.1, 0.2])
+        pub.publish(Float64MultiArray(data=[1.0, 2.0, 3.0]))
+        text = 'command size (3) does not match number of interfaces (2)'
+        q = np.zeros(2)
+
+        def logged():
+            np.testing.assert_array_equal(node.update(0.0, q, q), [0.1, 0.2])
+            return any(text in m.msg and m.level == Log.ERROR for m in logs)
+        assert wait_until(logged, 10), [m.msg for m in logs]
+        assert node.active
+    finally:
+        ros.node.destroy_subscription(sub)
+
+
+def test_a_wrong_size_command_over_dds_stops_a_velocity_controller_on_jazzy(ros, controller):
+    node = controller()
+    logs = []
+    sub = ros.node.create_subscription(
+        Log, '/rosout', lambda m: logs.append(m.msg) if m.name == node.get_name() else None, 100)
+    try:
+        pub = publisher_for(ros, node)
+        pub.publish(Float64MultiArray(data=[0.1, 0.2]))
+        assert received(node, [0.1, 0.2])
+        pub.publish(Float64MultiArray(data=[1.0]))
+        assert received(node, [0.0, 0.0])
+        assert not node.active
+        assert wait_until(lambda: DEACTIVATED.format(node.get_name()) in logs, 10), logs
+    finally:
+        ros.node.destroy_subscription(sub)
+
+
+def test_get_parameters_answers_joints_and_interface_name(ros, controller):
+    node = controller('position', name='forward_position_controller',
+                      parameter_overrides=[Parameter('joints', value=['panda_joint7'])])
+    assert node.claimed_joints == ('panda_joint7',)  # the parameter file wins, as upstream
+    client = ros.node.create_client(GetParameters, '/forward_position_controller/get_parameters')
+    setter = ros.node.create_client(SetParameters, '/forward_position_controller/set_parameters')
+    try:
+        answer = call_service(client, GetParameters.Request(names=['joints', 'interface_name']),
+                              10)
+        assert answer.values[0].string_array_value == ['panda_joint7']
+        assert answer.values[1].string_value == 'position'
+        change = SetParameters.Request(parameters=[
+            Parameter('joints', value=['x']).to_parameter_msg()])
+        result = call_service(setter, change, 10).results[0]
+        assert not result.successful and 'read-only' in result.reason
+    finally:
+        ros.node.destroy_client(client)
+        ros.node.destroy_client(setter)
+
+
+def test_the_interface_cannot_be_overridden_by_a_parameter(ros, controller):
+    # JointGroupVelocityController::on_init sets interface_name itself (lines 30-52).
+    node = controller(parameter_overrides=[Parameter('interface_name', value='position')])
+    assert node.get_parameter('interface_name').value == 'velocity'
+    assert node.command_interface == 'velocity'
