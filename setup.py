@@ -23,6 +23,7 @@ setup(
         (os.path.join('share', PACKAGE), ['package.xml']),
         share('launch', '*.launch.py'),
         share('config', '*.yaml'),
+        share('config/ros2_control', '*.yaml'),
     ],
     python_requires='>=3.10',
     install_requires=['setuptools', 'httpx>=0.24'],

@@ -45,7 +45,8 @@ def fault_matrix(request):
 # scripts/reliability_matrix.py runs them without reruns so the matrix shows every failure.
 WALL_CLOCK_FILES = frozenset({
     'test_demo.py', 'test_load.py', 'test_node.py', 'test_node_faults.py',
-    'test_node_gateway_faults.py', 'test_node_lifecycle_abuse.py', 'test_sim_jtc_node.py',
+    'test_node_controllers.py', 'test_node_gateway_faults.py', 'test_node_lifecycle_abuse.py',
+    'test_sim_jtc_node.py',
     'test_sim_node.py', 'test_spin.py'})
 WALL_CLOCK_RERUNS = 1
 

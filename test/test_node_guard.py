@@ -83,15 +83,20 @@ def test_a_refused_service_answers_with_the_reason():
     assert response.success is False and response.message == 'internal error'
 
 
+def _is_logger(value):
+    """Whether an expression is `...get_logger()` or a name that holds a logger."""
+    if isinstance(value, ast.Call):
+        return getattr(value.func, 'attr', getattr(value.func, 'id', '')) == 'get_logger'
+    return isinstance(value, ast.Name) and 'logger' in value.id.lower()
+
+
 def _logger_method_references(tree):
     """Yield (line, attr) of logger severity methods used other than by calling them."""
     called = {id(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Attribute) and node.attr in SEVERITIES \
-                and id(node) not in called:
-            value = node.value
-            if isinstance(value, ast.Call) and getattr(value.func, 'attr', '') == 'get_logger':
-                yield node.lineno, node.attr
+                and id(node) not in called and _is_logger(node.value):
+            yield node.lineno, node.attr
 
 
 def test_no_logger_call_site_can_change_its_severity():
@@ -99,7 +104,7 @@ def test_no_logger_call_site_can_change_its_severity():
     problems = []
     for path in sorted((REPO / 'sequence_ai_ros').rglob('*.py')):
         tree = ast.parse(path.read_text(), str(path))
-        problems += [f'{path.relative_to(REPO)}:{line}: get_logger().{attr} used as a value'
+        problems += [f'{path.relative_to(REPO)}:{line}: logger method {attr} used as a value'
                      for line, attr in _logger_method_references(tree)]
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and getattr(node.func, 'attr', '') == 'log' \

@@ -135,7 +135,9 @@ def test_a_moving_final_velocity_is_refused_on_jazzy_and_kilted(sims, distro, ac
         wait_logged(probe, sim, 'Velocity of last trajectory point of joint panda_joint1 is '
                                 'not zero: 0.050000000000000')
         probe.spin_for(0.6)
-        np.testing.assert_allclose(probe.latest(*ARM), here, atol=1e-9)
+        # Unmoved: a servo still settling from an earlier goal creeps by micro-radians, the
+        # refused goal is 0.15 rad away.
+        np.testing.assert_allclose(probe.latest(*ARM), here, atol=1e-4)
 
 
 def test_the_gripper_controller_moves_the_finger_in_metres(sims):

@@ -28,6 +28,9 @@ class Recording:
     episode_message: str = ''
     # ERROR lines the simulated controllers logged (a command they rejected), as (name, text).
     controller_errors: list[tuple[str, str]] = field(default_factory=list)
+    # The gripper's goals and failed goals so far (its own interface), from /diagnostics.
+    gripper_goals: int = 0
+    gripper_failures: int = 0
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Find the policy node's per-model parameter files in a checkout or an installed package."""
+"""Find the shipped parameter files (per model, the controllers) in a checkout or an install."""
 
 from pathlib import Path
 
@@ -28,9 +28,13 @@ def config_name(model: str) -> str:
 
 def config_file(model: str) -> Path:
     """Return the parameter file of `model`; FileNotFoundError lists where it was looked for."""
-    name = config_name(model)
+    return find_config(config_name(model))
+
+
+def find_config(relative: str) -> Path:
+    """Return config/`relative` from the checkout or the installed share directory."""
     dirs = config_dirs()
     for directory in dirs:
-        if (directory / name).is_file():
-            return directory / name
-    raise FileNotFoundError(f'no {name} in {", ".join(str(d) for d in dirs)}')
+        if (directory / relative).is_file():
+            return directory / relative
+    raise FileNotFoundError(f'no {relative} in {", ".join(str(d) for d in dirs)}')

@@ -149,3 +149,6 @@ class Recorder:
                 self.data.warming_eta_s = None if eta == 'n/a' else float(eta)
             elif part == 'episode':
                 self.data.episode_message = status.message
+                values = {kv.key: kv.value for kv in status.values}
+                self.data.gripper_goals = int(values.get('gripper goals', '0'))
+                self.data.gripper_failures = int(values.get('gripper failures', '0'))

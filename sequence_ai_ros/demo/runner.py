@@ -22,14 +22,23 @@ from sequence_ai_ros.gateway.config import SCENARIOS
 from sequence_ai_ros.gateway.process import GatewayProcess
 
 from . import analysis
-from .configs import config_file
+from .configs import config_file, find_config
+from .controllers import (
+    ARM_CONTROLLERS,
+    config_value,
+    controller_setup,
+    DEFAULT_DISTRO,
+    default_gripper_interface,
+    DISTROS,
+    GRIPPER_CONTROLLERS,
+)
 from .processes import ChildProcess, random_domain_id, ros_environment
 
 DEFAULT_MODEL = 'pi05-droid'
 DEFAULT_TIME_SCALE = 0.25
 DEFAULT_OUT = 'demo-out/demo.png'
 JOIN_MODES = ('append', 'aligned')
-GRIPPER_CONTROLLER = 'gripper_trajectory_controller'
+CONTROLLERS_FILE = 'ros2_control/panda_controllers.yaml'
 # Model seconds of motion when --actions is not given: enough to reach the target from home
 # and settle there, short enough that the whole demo takes well under two minutes.
 EPISODE_MODEL_S = 20.0
@@ -109,6 +118,15 @@ def build_parser(prog: str = 'sequence-ai-ros demo') -> argparse.ArgumentParser:
     add('--warm', action='store_true', help='start with the model warm (no cold start)')
     add('--cold-start-s', type=_positive, default=None, metavar='SECONDS',
         help="model seconds of the cold start (default: the catalogue's)")
+    add('--output-mode', choices=list(ARM_CONTROLLERS), default=None,
+        help="the node's output_mode, and the simulated controller that receives it "
+        "(default: the model's config file)")
+    add('--gripper', choices=list(GRIPPER_CONTROLLERS), default=None,
+        help="the gripper's interface (default: action where control_msgs is installed, "
+        'else trajectory)')
+    add('--distro', choices=DISTROS, default=DEFAULT_DISTRO,
+        help='whose upstream rules and defaults the simulated controllers follow '
+        '(default %(default)s)')
     return parser
 
 
@@ -192,8 +210,7 @@ class Demo:
         run = Run(label, prefetch, '/demo/' + label.replace(' ', '_'))
         sim = self._child('sim_arm', run, 'sequence_ai_ros.sim.node', [
             '-p', f'time_scale:={self.scale!r}',
-            '-p', f'target_xy:=[{TARGET_XY[0]!r}, {TARGET_XY[1]!r}]',
-            '-p', f'gripper_controller:={GRIPPER_CONTROLLER}'])
+            '-p', f'target_xy:=[{TARGET_XY[0]!r}, {TARGET_XY[1]!r}]', *self._controllers()[0]])
         node = self._child('policy_node', run, 'sequence_ai_ros.node.main', [
             '--params-file', str(self.config), *self._node_parameters(run)],
             SEQUENCES_API_KEY=self.key)
@@ -222,13 +239,23 @@ class Demo:
             'prefetch': 'true' if run.prefetch else 'false',
             # The node waits out the cold start before its first action; it must cover it.
             'startup_timeout_s': repr(self.cold_wall_s + STEP_TIMEOUT_S),
-            # The simulated arm's gripper is a one-joint joint_trajectory_controller.
-            'gripper_interface': 'trajectory',
-            'gripper_controller': GRIPPER_CONTROLLER,
+            **self._controllers()[1],
         }
         if self.args.join:
             params['join_mode'] = self.args.join
         return [arg for name, value in params.items() for arg in ('-p', f'{name}:={value}')]
+
+    def _controllers(self) -> tuple[list[str], dict[str, Any]]:
+        mode = self.args.output_mode or config_value(self.config, 'output_mode',
+                                                     'trajectory_stream')
+        gripper = self.args.gripper or default_gripper_interface()
+        sim, node = controller_setup(mode, gripper, self.args.distro)
+        # The controllers file a team copies: the simulated controllers read it as on a robot.
+        sim += ['--params-file', str(find_config(CONTROLLERS_FILE))]
+        # Time runs 1/S times faster and velocities do not scale: accelerations grow by 1/S.
+        node['max_acceleration'] = repr(config_value(self.config, 'max_acceleration', 15.0)
+                                        / self.scale)
+        return sim, node
 
     def _drive(self, run: Run, recorder: Any, sim: ChildProcess, node: ChildProcess) -> str:
         """Bring the node up and wait for the episode's outcome; return why it failed, or ''."""

@@ -80,6 +80,13 @@ def check_controller(values: dict[str, Any] | None, mode: str, controller: str,
             f'controller {controller} did not answer get_parameters: its joints and settings '
             'were not checked (is it loaded and is this the right controller_name?)'])
     report = ControllerReport(True, values)
+    kind_key = 'command_interfaces' if mode in TRAJECTORY_MODES else 'interface_name'
+    if values.get('joints') is None or values.get(kind_key) is None:
+        kind = 'joint_trajectory_controller' if mode in TRAJECTORY_MODES \
+            else 'forward_command_controller'
+        report.problems.append(f'{controller} has no {kind_key} parameter: it is not a '
+                               f'{kind}, which output_mode {mode} needs (controller_name)')
+        return report
     theirs = values.get('joints') or []
     missing = [j for j in joints if j not in theirs]
     if missing:

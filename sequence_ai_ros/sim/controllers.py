@@ -4,8 +4,9 @@ Which simulated controllers the sim_arm runs: a registry, name -> factory.
 The sim parameters `arm_controller` and `gripper_controller` pick one entry each; the entry's
 name is also the controller's node name, as a controller's name is in ros2_control. The arm
 controller claims the 7 arm joints, the gripper controller the finger joint, as on a real arm
-where the gripper has its own controller. Until the gripper_action_controller is wired in,
-the gripper's default is a one-joint joint_trajectory_controller.
+where the gripper has its own controller. The gripper's default is a one-joint
+joint_trajectory_controller, which needs nothing beyond the PyPI wheels; the
+gripper_action_controller needs control_msgs.
 """
 
 from collections.abc import Callable, Sequence
@@ -15,7 +16,8 @@ from typing import Any
 from rclpy.node import Node
 from sequence_ai_ros.sim import jtc_rules
 from sequence_ai_ros.sim.arm import ARM_JOINTS, GRIPPER_JOINT
-from sequence_ai_ros.sim.controller_base import SimController
+from sequence_ai_ros.sim.controller_base import POSITION, SimController, VELOCITY
+from sequence_ai_ros.sim.forward_command import ForwardCommandController
 from sequence_ai_ros.sim.jtc_controller import JointTrajectoryControllerNode
 
 DEFAULT_ARM_CONTROLLER = 'joint_trajectory_controller'
@@ -41,15 +43,34 @@ def _joint_trajectory_controller(spec: ControllerSpec, **node_kwargs: Any) -> Si
                                          spec.update_period, **node_kwargs)
 
 
+def _forward_controller(interface: str) -> ControllerFactory:
+    def build(spec: ControllerSpec, **node_kwargs: Any) -> SimController:
+        # Humble's controller_manager keeps a failing controller active; Jazzy's deactivates it.
+        return ForwardCommandController(spec.joints, interface, spec.name,
+                                        deactivate_on_error=spec.distro != 'humble',
+                                        **node_kwargs)
+    return build
+
+
+def _gripper_action_controller(spec: ControllerSpec, **node_kwargs: Any) -> SimController:
+    from sequence_ai_ros.sim.gripper_action import GripperActionController
+    (joint,) = spec.joints
+    return GripperActionController(joint, spec.name, **node_kwargs)
+
+
 ARM_CONTROLLERS: dict[str, ControllerFactory] = {
     'joint_trajectory_controller': _joint_trajectory_controller,
-    # Wired in by the lead: 'forward_position_controller' and 'forward_velocity_controller'
-    # (sim/forward_command.py).
+    'forward_position_controller': _forward_controller(POSITION),
+    'forward_velocity_controller': _forward_controller(VELOCITY),
 }
 GRIPPER_CONTROLLERS: dict[str, ControllerFactory] = {
     'gripper_trajectory_controller': _joint_trajectory_controller,
-    # Wired in by the lead: 'gripper_action_controller' (sim/gripper_action.py).
+    'gripper_forward_position_controller': _forward_controller(POSITION),
+    # Needs control_msgs, and a SingleThreadedExecutor (see sim/gripper_action.py).
+    'gripper_action_controller': _gripper_action_controller,
 }
+# Controllers that rclpy's EventsExecutor cannot serve (action servers, rclpy 9.1).
+NEEDS_SINGLE_THREADED = frozenset({'gripper_action_controller'})
 
 
 def controller_node_options(node: Node, argv: Sequence[str]) -> dict[str, Any]:

@@ -115,8 +115,11 @@ class JointTrajectoryControllerNode(Node):
         return self.get_clock().now().nanoseconds * 1e-9
 
     def _log(self, level: str, text: str) -> None:
-        logger = self.get_logger()
-        (logger.error if level == 'error' else logger.warning)(text)
+        # One call site per severity: rclpy fixes a call site's severity at its first call.
+        if level == 'error':
+            self.get_logger().error(text)
+        else:
+            self.get_logger().warning(text)
 
     def _on_trajectory(self, msg: JointTrajectory) -> None:
         self._executor.receive(trajectory_from_msg(msg), self._now())

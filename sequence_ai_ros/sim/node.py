@@ -167,7 +167,8 @@ def main(args: list[str] | None = None) -> None:
         logger.fatal(f'cannot start: {err}')
         shutdown()
         sys.exit(2)
-    executor = make_executor(node)
+    single = node.get_parameter('gripper_controller').value in controllers.NEEDS_SINGLE_THREADED
+    executor = make_executor(node, 'single' if single else None)
     for controller in node.controllers:
         if isinstance(controller, Node):
             executor.add_node(controller)

@@ -1,0 +1,55 @@
+"""
+Which simulated controller receives each of the node's outputs, for the demo and the tests.
+
+One table: the node's output_mode and gripper_interface on one side, the sim_arm's
+arm_controller and gripper_controller on the other, named as in ros2_control.
+"""
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ARM_CONTROLLERS = {
+    'trajectory_stream': 'joint_trajectory_controller',
+    'trajectory_plan': 'joint_trajectory_controller',
+    'forward_position': 'forward_position_controller',
+    'forward_velocity': 'forward_velocity_controller',
+}
+GRIPPER_CONTROLLERS = {
+    'action': 'gripper_action_controller',
+    'trajectory': 'gripper_trajectory_controller',
+    'forward_position': 'gripper_forward_position_controller',
+}
+DISTROS = ('humble', 'jazzy', 'kilted')
+DEFAULT_DISTRO = 'jazzy'
+
+
+def default_gripper_interface() -> str:
+    """Return 'action' where control_msgs can be imported, else 'trajectory' (PyPI only)."""
+    try:
+        import control_msgs.action  # noqa: F401
+    except ImportError:
+        return 'trajectory'
+    return 'action'
+
+
+def config_value(config: Path, name: str, default: Any) -> Any:
+    """Return the value a node parameter file gives `name` (`default` if it gives none)."""
+    data = yaml.safe_load(config.read_text()) or {}
+    for section in data.values():
+        params = (section or {}).get('ros__parameters', {})
+        if name in params:
+            return params[name]
+    return default
+
+
+def controller_setup(output_mode: str, gripper_interface: str, distro: str
+                     ) -> tuple[list[str], dict[str, Any]]:
+    """Return (sim_arm arguments, node parameters) that pair the node with its controllers."""
+    arm, gripper = ARM_CONTROLLERS[output_mode], GRIPPER_CONTROLLERS[gripper_interface]
+    sim = ['-p', f'arm_controller:={arm}', '-p', f'gripper_controller:={gripper}',
+           '-p', f'controller_distro:={distro}']
+    node = {'output_mode': output_mode, 'controller_name': arm,
+            'gripper_interface': gripper_interface, 'gripper_controller': gripper}
+    return sim, node
