@@ -19,6 +19,7 @@ from typing import Any
 
 from _fleet_clients import cpu_seconds
 from sequence_ai_ros.demo.configs import config_file
+from sequence_ai_ros.demo.controllers import config_value, controller_setup, DEFAULT_DISTRO
 from sequence_ai_ros.demo.processes import ChildProcess, ros_environment
 from sequence_ai_ros.gateway.process import GatewayProcess
 
@@ -163,13 +164,18 @@ class NodeFleet:
         """Start every sim and node (sims first, so the nodes find joint states)."""
         for i in range(self.count):
             ns = f'fleet_k{self.count}_{i}'  # unique per row: no stale subscription matches
+            # The config file's output mode, the gripper on a one-joint trajectory controller.
+            controllers, wiring = controller_setup(
+                config_value(config_file(self.model), 'output_mode', 'trajectory_stream'),
+                'trajectory', DEFAULT_DISTRO)
             sim = self._child(SIM, ns, 'sequence_ai_ros.sim.node', [
                 '-p', f'time_scale:={self.time_scale!r}',
-                '-p', f'target_xy:=[{TARGET_XY[0]!r}, {TARGET_XY[1]!r}]', *self.sim_args])
+                '-p', f'target_xy:=[{TARGET_XY[0]!r}, {TARGET_XY[1]!r}]', *controllers,
+                *self.sim_args])
             params = {
                 'base_url': self.gateway.base_url, 'hold_service': f'/{ns}/{SIM}/hold',
                 'max_actions': str(self.actions), 'startup_timeout_s': '30.0',
-                'configure_timeout_s': '60.0',
+                'configure_timeout_s': '60.0', **wiring,
             }
             node = self._child(NODE, ns, 'sequence_ai_ros.node.main', [
                 '--params-file', str(config_file(self.model)),

@@ -12,6 +12,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 import pytest
 from reliability import FaultRow
 from ros_harness import (
+    CONTROL_PERIOD_S,
     node_parameters,
     PolicyNodeProcess,
     REPO,
@@ -439,3 +440,44 @@ def test_every_ending_after_a_completed_episode_keeps_the_node_up(gateway, launc
     assert process.proc.poll() is None, process.log()[-3000:]
     assert robot.state() == 'active'
     assert 'Traceback' not in process.log(), process.log()[-3000:]
+
+
+def _accepted_by_stock_jtc(messages, distro='jazzy'):
+    """Return the reasons a stock JTC (the arm's 7 joints, defaults) gives to refuse any."""
+    from dataclasses import replace
+    from sequence_ai_ros.sim import jtc_rules
+    from sequence_ai_ros.sim.messages import trajectory_from_msg
+    params = replace(jtc_rules.defaults(distro), joints=tuple(arm_model.JOINT_NAMES),
+                     command_interfaces=('position',))
+    reasons = [jtc_rules.validate_trajectory(trajectory_from_msg(msg), params, 0.0)
+               for msg in messages]
+    return [r for r in reasons if r is not None]
+
+
+@pytest.mark.parametrize('mode', ['trajectory_stream', 'trajectory_plan'])
+def test_every_command_is_one_a_stock_controller_accepts(gateway, launch, mode):
+    """The gripper on its own controller: the arm's messages name the arm's joints only."""
+    robot, process = launch(gateway, max_actions=100000, start_on_activate=False,
+                            output_mode=mode, gripper_interface='trajectory',
+                            gripper_controller='gripper_trajectory_controller',
+                            check_controller=False, plan_ahead_s=0.1)
+    bring_up(robot, process)
+    assert robot.call(robot.start_client, Trigger.Request()).success
+    assert wait_until(lambda: len(robot.command_list()) > 30, 10), process.log()[-3000:]
+    stop_asked = time.monotonic()
+    assert robot.call(robot.stop_client, Trigger.Request()).success
+    outcome(robot)
+    time.sleep(0.3)
+    commands = robot.command_list()
+    assert _accepted_by_stock_jtc([msg for _, msg in commands]) == []
+    assert all(list(msg.joint_names) == list(arm_model.JOINT_NAMES) for _, msg in commands)
+    sizes = {len(msg.points) for _, msg in commands}
+    if mode == 'trajectory_plan':
+        # 0.1 s ahead at a 0.0133 s period: 7 points (fewer only near the plan's end).
+        assert max(sizes) == 7, sizes
+    else:
+        assert sizes == {1}
+    # The hold comes within one control period of the stop, and it is the last message.
+    after = [(t, msg) for t, msg in commands if t > stop_asked]
+    assert after and is_hold(after[-1][1].points[0]) and len(after[-1][1].points) == 1
+    assert after[0][0] - stop_asked < CONTROL_PERIOD_S + 0.1

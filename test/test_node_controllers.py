@@ -62,3 +62,80 @@ def test_the_gripper_closes_through_its_own_interface(tmp_path, gripper):
     assert finger[-1] < 0.01, f'the finger did not close: {finger[-1]:.4f} m'
     assert 1 <= run.data.gripper_goals < 20, 'goals go on change, not at the control rate'
     assert run.data.gripper_failures == 0
+
+
+# -- configure asks the controllers --------------------------------------------------------------
+
+@pytest.fixture(scope='module')
+def arm_and_gateway():
+    """A jazzy-default simulated arm in /cfg, and a warm gateway for the nodes."""
+    from ros_harness import start_node_gateway
+    from sim_process import SimProcess
+    gateway = start_node_gateway()
+    sim = SimProcess('/cfg', 'controller_distro:=jazzy')
+    yield sim, gateway
+    sim.stop()
+    gateway.close()
+
+
+def configure(ros, arm_and_gateway, **params):
+    """Start a node in /cfg with `params`, ask it to configure; return (success, its log)."""
+    from lifecycle_msgs.msg import Transition
+    from lifecycle_msgs.srv import ChangeState, GetState
+    from ros_harness import NODE_ENV, node_parameters, PolicyNodeProcess, wait_until
+    from sequence_ai_ros.service_calls import change_state
+    _, gateway = arm_and_gateway
+    process = PolicyNodeProcess('cfg', node_parameters(base_url=gateway.base_url, **params),
+                                NODE_ENV)
+    change = ros.node.create_client(ChangeState, '/cfg/policy_node/change_state')
+    state = ros.node.create_client(GetState, '/cfg/policy_node/get_state')
+    try:
+        assert wait_until(change.service_is_ready, 20), process.log()
+        done = change_state(change, state, Transition.TRANSITION_CONFIGURE, 30.0)
+    finally:
+        ros.node.destroy_client(change)
+        ros.node.destroy_client(state)
+        process.stop()
+    return done, process.log()
+
+
+GRIPPER_TRAJECTORY = {'gripper_interface': 'trajectory',
+                      'gripper_controller': 'gripper_trajectory_controller',
+                      'gripper_open_position': 0.04, 'gripper_closed_position': 0.0}
+
+
+def test_matching_controllers_let_configure_pass(ros, arm_and_gateway):
+    done, log = configure(ros, arm_and_gateway, output_mode='trajectory_plan',
+                          **GRIPPER_TRAJECTORY)
+    assert done, log[-3000:]
+    assert 'cmd_timeout 0' in log, 'the stock default cmd_timeout is worth a warning'
+
+
+@pytest.mark.parametrize('params,named', [
+    ({'gripper_interface': 'with_arm'},
+     'controller /cfg/joint_trajectory_controller has no joint panda_finger_joint1'),
+    ({'output_mode': 'forward_velocity', 'velocity_limits': [2.0] * 7,
+      'max_acceleration': 50.0, **GRIPPER_TRAJECTORY},
+     '/cfg/joint_trajectory_controller has no interface_name parameter: it is not a '
+     'forward_command_controller'),
+    ({'joint_names': [f'panda_joint{i}' for i in (1, 2, 3, 4, 5, 7, 6)], **GRIPPER_TRAJECTORY},
+     None),
+    ({**GRIPPER_TRAJECTORY, 'gripper_controller': 'no_such_gripper'},
+     'controller /cfg/no_such_gripper did not answer get_parameters'),
+], ids=['gripper-in-the-arm', 'velocity-to-a-jtc', 'order-does-not-matter-to-a-jtc',
+        'an-absent-controller-warns'])
+def test_a_mismatch_fails_configure_naming_it(ros, arm_and_gateway, params, named):
+    done, log = configure(ros, arm_and_gateway, configure_timeout_s=2.0, **params)
+    if named is None or 'did not answer' in (named or ''):
+        assert done, log[-3000:]
+        assert named is None or named in log, log[-3000:]
+    else:
+        assert not done and named in log, log[-3000:]
+
+
+@pytest.mark.skipif(not HAS_CONTROL_MSGS, reason='control_msgs is not installed (ros-wheels)')
+def test_a_missing_gripper_server_fails_configure_naming_it(ros, arm_and_gateway):
+    done, log = configure(ros, arm_and_gateway, configure_timeout_s=1.0,
+                          gripper_interface='action')
+    assert not done
+    assert 'no GripperCommand server on /cfg/gripper_action_controller/gripper_cmd' in log

@@ -51,19 +51,13 @@ def _value(parameter: Any) -> Any:
 def ask_controller(node: Any, controller: str, mode: str, timeout_s: float
                    ) -> dict[str, Any] | None:
     """Return the controller's parameters that matter for `mode`, or None if it cannot answer."""
-    from sequence_ai_ros.service_calls import call_service
+    from .probe import call_service_once
     names = TRAJECTORY_PARAMETERS if mode in TRAJECTORY_MODES else FORWARD_PARAMETERS
-    client = node.create_client(GetParameters, f'{controller}/get_parameters')
-    try:
-        if not client.wait_for_service(timeout_sec=timeout_s):
-            return None
-        try:
-            answer = call_service(client, GetParameters.Request(names=list(names)), timeout_s)
-        except TimeoutError:
-            return None
-        return {name: _value(value) for name, value in zip(names, answer.values)}
-    finally:
-        node.destroy_client(client)
+    answer = call_service_once(node, GetParameters, f'{controller}/get_parameters',
+                               GetParameters.Request(names=list(names)), timeout_s)
+    if answer is None:
+        return None
+    return {name: _value(value) for name, value in zip(names, answer.values)}
 
 
 def check_controller(values: dict[str, Any] | None, mode: str, controller: str,
