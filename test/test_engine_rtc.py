@@ -40,6 +40,12 @@ class Sent:
     actions_before: int
     options: dict
     lead: float | None
+    skip: int = 0  # plan steps between the observation and the prefix (a delayed join)
+
+    @property
+    def prefix_starts(self) -> int:
+        """Return the count of actions played when the prefix's first row plays."""
+        return self.actions_before + self.skip
 
 
 @dataclass
@@ -83,8 +89,9 @@ def drive(engine: ChunkEngine, *, ticks: int, hz: float, latency: Callable[[int]
         if engine.should_request(now):
             lead = engine.lead_time()
             ticket = engine.request_started(now)
+            sent = engine.sent_prefix(ticket)
             run.sent[ticket] = Sent(tick, engine.stats.actions, engine.request_options(ticket),
-                                    lead)
+                                    lead, sent.skip if sent is not None else 0)
             pending[ticket] = now + latency(ticket)
         step = engine.next_action(now)
         if step is None:
@@ -119,8 +126,8 @@ def test_the_prefix_sent_is_what_then_plays():
         rows = sent.options[PREFIX_OPTION]
         assert 1 <= len(rows) <= sent.options[DELAY_OPTION]
         assert sent.options[HORIZON_OPTION] == sent.options[DELAY_OPTION]  # smooth_seam=0
-        # Actions played from the capture tick on: the prefix, row for row, until the join.
-        after = played_values[sent.actions_before:sent.actions_before + len(rows)]
+        # Actions played from where the prefix starts: the prefix, row for row, until the join.
+        after = played_values[sent.prefix_starts:sent.prefix_starts + len(rows)]
         assert after[:len(after)] == rows[:len(after)]
 
 
@@ -137,7 +144,7 @@ def test_the_join_drops_exactly_the_steps_played_during_the_real_delay():
         if not sent.options or not step.rtc:
             continue
         # Its first step played is the one after those played since its observation...
-        assert step.index == position - sent.actions_before
+        assert step.index == position - sent.prefix_starts
         # ... and it played at the first tick after the answer was in: nothing old after it.
         assert position == run.joined_at[ticket], 'an old step played after the join'
         checked += 1
@@ -157,7 +164,7 @@ def test_rtc_joins_hold_for_generated_latencies(latencies, hz, steps, space):
     assert stats.planned_steps == stats.actions + stats.dropped_steps + engine.buffered
     for ticket, (position, step) in first_played(run).items():
         if step.rtc:  # (a chunk parked behind an older request joins when it is released)
-            assert step.index == position - run.sent[ticket].actions_before
+            assert step.index == position - run.sent[ticket].prefix_starts
     last_key = (-1, -1)
     for _, step in run.played:
         assert (step.chunk, step.index) > last_key and step.values == step.raw
@@ -175,12 +182,35 @@ def test_d_comes_from_the_tail_latency_plus_the_collecting_tick():
     prefixed = [s for s in run.sent.values() if s.options]
     assert len(prefixed) > 30
     for sent in prefixed:
-        assert sent.options[DELAY_OPTION] == delay_steps(sent.lead, 1 / 15, 30)
+        assert sent.skip == 0  # 0.41 s against 2 s chunks: no delayed joins
+        assert sent.options[DELAY_OPTION] == delay_steps(sent.lead, 1 / 15)
     # Answers are collected on the 7th tick after capture (0.41 s at 15 Hz), so 7/15 s is
     # every latency measured. Until 20 samples the window assumes a tail of twice the median
     # (14 steps, plus one for the collecting tick); from then on 7 + 1.
     assert prefixed[0].options[DELAY_OPTION] == 14 + 1
     assert prefixed[-1].options[DELAY_OPTION] == math.ceil(0.41 * 15) + 1
+
+
+def test_a_delayed_join_starts_the_prefix_where_the_chunk_will_start():
+    # One request in flight, 0.6 s latency, 1 s chunks: past C/2 the aligned join is delayed
+    # (aligned_delay); so is an RTC join, its prefix taken from where the chunk will start.
+    engine = rtc_engine(max_inflight=1)
+    run = drive(engine, ticks=900, hz=15.0, latency=lambda k: 0.6,
+                server=path_model('joint_position', 15, 15.0))
+    delayed = [s for s in run.sent.values() if s.options and s.skip > 0]
+    assert len(delayed) > 20 and engine.stats.max_join_delay_s > 0
+    played = [step.values for _, step in run.played]
+    for sent in delayed:
+        rows = sent.options[PREFIX_OPTION]
+        assert played[sent.prefix_starts:sent.prefix_starts + len(rows)] == \
+            rows[:len(played) - sent.prefix_starts]
+    for ticket, (position, step) in first_played(run).items():
+        if step.rtc:
+            assert step.index == position - run.sent[ticket].prefix_starts
+            before = run.played[position - 1][1].values
+            assert max(abs(a - b) for a, b in zip(step.values, before)) <= SPEED + 1e-9
+    # (Until 20 latencies are in, the window's cautious tail says 1.2 s: appended chunks.)
+    assert engine.stats.joins['rtc'] > 20 and engine.stats.underruns == 0
 
 
 def test_smooth_seam_asks_the_model_for_a_ramp_of_that_many_steps():

@@ -214,11 +214,11 @@ class ChunkEngine:
         A request fires when the coverage left is the lead (L + one period) and a chunk
         delayed by d covers until capture + d + C, so requests start every d + C - lead
         seconds; k of them in flight keep up while that is at least L / k, hence
-        d = max(0, lead + L/k - C), which is 0 while L <= k*(C - period)/(k+1). Always 0 for
-        'rtc': its answers join at the step that plays next, whatever the delay.
+        d = max(0, lead + L/k - C), which is 0 while L <= k*(C - period)/(k+1). 'rtc' delays
+        the same way: its prefix then starts that much after the observation.
         """
         lead = self.lead_time()
-        if lead is None or not self._chunk_steps or self.join == 'rtc':
+        if lead is None or not self._chunk_steps:
             return 0.0
         latency = lead - self.period
         return max(0.0, lead + latency / self.max_inflight - self._chunk_seconds())
@@ -275,17 +275,23 @@ class ChunkEngine:
         self.stats.requests += 1
         lead = self.lead_time()
         if self._prefixes is not None and lead is not None and self.active_join == 'rtc':
-            # The plan's next d actions, as they will be sent to the arm (blended or not).
+            # The plan's next d actions from where the chunk will start, as they will be sent
+            # to the arm (blended or not).
             sent = self._prefixes.record(
                 ticket, self.stats.actions, (s.values for s in self._plan),
-                delay_steps(lead, self.period, self._chunk_steps), self.smooth_seam,
-                self._chunk_steps, self.stats.action_space, self._chunk_hz)
+                delay_steps(lead, self.period), round(self.aligned_delay() / self.period),
+                self.smooth_seam, self._chunk_steps, self.stats.action_space, self._chunk_hz)
             self.stats.prefixes_sent += sent is not None
         return ticket
 
     def request_options(self, ticket: int) -> dict[str, Any]:
         """Return the options a request carries beyond the driver's: its RTC prefix, if any."""
-        return self._prefixes.options(ticket) if self._prefixes is not None else {}
+        sent = self.sent_prefix(ticket)
+        return sent.options() if sent is not None else {}
+
+    def sent_prefix(self, ticket: int) -> SentPrefix | None:
+        """Return the RTC prefix a request in flight carries (None: none)."""
+        return self._prefixes.sent(ticket) if self._prefixes is not None else None
 
     def request_failed(self, ticket: int) -> None:
         """Record that a request ended without a chunk."""
@@ -491,10 +497,12 @@ class ChunkEngine:
         Join an answer to a prefix at the step that plays next: drop the steps played since.
 
         None when what played since its observation was not the prefix (the aligned join then
-        takes it). The plan it replaces is dropped at once, as LeRobot's RTC queue does.
+        takes it). The plan it replaces is dropped at once, as LeRobot's RTC queue does; its
+        steps are the model's own continuation, never blended, unless it came late.
         """
         assert self._prefixes is not None
-        played = self._prefixes.join_index(sent, self.stats.actions)
+        played = self._prefixes.join_index(sent, self.stats.actions,
+                                           (s.values for s in self._plan))
         if played is None:
             return None
         if played >= len(steps):
@@ -502,11 +510,19 @@ class ChunkEngine:
             self.stats.dropped_steps += len(steps)
             return self._plan
         self._count_join('rtc')
-        self.stats.rtc_late_joins += played > len(sent.rows)
-        self.stats.dropped_steps += len(self._plan)
+        # Later than its prefix ran out, the answer continues from a point the arm has passed:
+        # a seam like any other, which the configured blend may ramp (absolute spaces).
+        late = played > len(sent.rows)
+        self.stats.rtc_late_joins += late
         for step in steps:
-            step.rtc = True
-        return self._retime(steps[played:], played, now)
+            step.rtc = not late
+        # A delayed join: the plan's steps before the prefix play first, then the chunk.
+        keep = [self._plan.popleft() for _ in range(min(-played, len(self._plan)))]
+        self.stats.max_join_delay_s = max(self.stats.max_join_delay_s,
+                                          sent.skip * self.period)
+        self.stats.dropped_steps += len(self._plan)
+        start = now + len(keep) * self.period
+        return deque(keep) + self._retime(steps[max(0, played):], max(0, played), start)
 
     def _fall_back(self, ticket: int) -> None:
         """Join as 'aligned' from now on: the server answered a prefix without using it."""

@@ -28,6 +28,7 @@ when the steps that played since its observation are the prefix it was sent (wit
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import islice
 import math
 from typing import Any
 
@@ -47,15 +48,14 @@ PREFIX_TOLERANCE = 0.02
 PLAYED_LIMIT = 4096
 
 
-def delay_steps(lead_s: float, period_s: float, horizon: int) -> int:
+def delay_steps(lead_s: float, period_s: float) -> int:
     """
-    Return d: the control steps that will play before an answer is joined, at most horizon - 1.
+    Return the control steps that will play before an answer is joined (at least 1).
 
-    `lead_s` is the prefetch trigger's lead (tail latency plus one period); one step is always
-    left for the chunk to bring beyond its prefix.
+    `lead_s` is the prefetch trigger's lead (tail latency plus one period): d is this less the
+    steps a delayed join skips, at most the chunk's length - 1 (PrefixBook.record).
     """
-    steps = math.ceil(lead_s / period_s - 1e-9)
-    return max(1, min(steps, horizon - 1))
+    return max(1, math.ceil(lead_s / period_s - 1e-9))
 
 
 def execution_horizon(delay: int, ramp: int, horizon: int) -> int:
@@ -94,8 +94,10 @@ class SentPrefix:
     """
     What one request carried: the plan's next actions, d, and the execution horizon.
 
-    `unit` turns a gap between actions into one between positions over a step: the period
-    for a velocity space, else 1.
+    `skip` is the plan's steps between the observation and the prefix: a join delayed as the
+    aligned join delays it (ChunkEngine.aligned_delay) starts the chunk that much later, so
+    its prefix is the plan from then on. `unit` turns a gap between actions into one between
+    positions over a step: the period for a velocity space, else 1.
     """
 
     actions_at_capture: int
@@ -103,6 +105,7 @@ class SentPrefix:
     delay: int
     horizon: int
     unit: float = 1.0
+    skip: int = 0
 
     def gap(self, rows: Sequence[Sequence[float]]) -> float:
         """Return how far `rows` depart from the prefix, row by row, in positions over a step."""
@@ -131,30 +134,33 @@ class PrefixBook:
         self._played: deque[list[float]] = deque(maxlen=PLAYED_LIMIT)
         self._played_end = 0  # the action count just after the last one noted
 
-    def record(self, ticket: int, actions: int, upcoming: Iterable[list[float]], delay: int,
-               ramp: int, steps: int, action_space: str | None = None,
+    def record(self, ticket: int, actions: int, upcoming: Iterable[list[float]], lead: int,
+               skip: int, ramp: int, steps: int, action_space: str | None = None,
                hz: float | None = None) -> SentPrefix | None:
         """
         Record the prefix of a request captured after `actions` actions; None if empty.
 
-        `upcoming` is the plan's actions from now on, `ramp` the steps after the prefix the
-        model is asked to ramp over, `steps` the chunk length, `hz` the chunk's rate.
+        `upcoming` is the plan's actions from now on, `lead` the steps until the answer is
+        expected to be joined (delay_steps), `skip` the steps the chunk will start behind its
+        observation, `ramp` the steps after the prefix the model is asked to ramp over,
+        `steps` the chunk length, `hz` the chunk's rate.
         """
-        rows = [list(values) for _, values in zip(range(delay), upcoming)]
+        delay = max(1, min(lead - skip, steps - 1))
+        rows = [list(values) for values in islice(upcoming, skip, skip + delay)]
         if not rows:
             return None
         if not self._sent:
             self._played.clear()
         self._played_end = actions
         unit = 1.0 / hz if hz and is_velocity_space(action_space) else 1.0
-        sent = SentPrefix(actions, rows, delay, execution_horizon(delay, ramp, steps), unit)
+        sent = SentPrefix(actions, rows, delay, execution_horizon(delay, ramp, steps), unit,
+                          skip)
         self._sent[ticket] = sent
         return sent
 
-    def options(self, ticket: int) -> dict[str, Any]:
-        """Return the wire options for a request: {} if it carries no prefix."""
-        sent = self._sent.get(ticket)
-        return sent.options() if sent is not None else {}
+    def sent(self, ticket: int) -> SentPrefix | None:
+        """Return the prefix a request in flight carries, if any."""
+        return self._sent.get(ticket)
 
     def pop(self, ticket: int) -> SentPrefix | None:
         """Forget a request's prefix (it arrived, failed or went stale) and return it."""
@@ -178,20 +184,27 @@ class PrefixBook:
             return None
         return list(self._played)[len(self._played) - count:] if count else []
 
-    def join_index(self, sent: SentPrefix, actions: int) -> int | None:
+    def join_index(self, sent: SentPrefix, actions: int,
+                   upcoming: Iterable[list[float]]) -> int | None:
         """
-        Return the step to join the answer at: the actions played since its observation.
+        Return the step to join the answer at: the actions played since its prefix began.
 
-        None when those actions were not the prefix sent (a newer chunk replaced them, or
-        they are no longer known): the answer is then no continuation of what played.
+        Negative when the prefix has not begun yet (a delayed join): that many of the plan's
+        next steps play first. None when the actions that played (or, before the prefix, the
+        plan's next one) were not the prefix sent (a newer chunk replaced them, or they are
+        no longer known): the answer is then no continuation of what plays.
         """
         played = self.played_since(sent, actions)
         if played is None:
             return None
-        overlap = min(len(played), len(sent.rows))
-        if largest_gap(played[:overlap], sent.rows[:overlap]) * sent.unit > self.tolerance:
+        began = len(played) - sent.skip
+        if began > 0:
+            seen = played[sent.skip:sent.skip + len(sent.rows)]
+        else:
+            seen = list(islice(upcoming, -began, -began + 1))
+        if not seen or largest_gap(seen, sent.rows[:len(seen)]) * sent.unit > self.tolerance:
             return None
-        return len(played)
+        return began
 
 
 def measure_prefix(stats: EngineStats, chunk: ActionChunk, sent: SentPrefix,
