@@ -15,11 +15,13 @@ Join modes (DESIGN.md has the arithmetic):
   are appended whole. On absolute spaces the join may start a few steps earlier in the new
   chunk than its time says, at the step nearest the action it follows (a smaller seam; never
   less motion than the time-aligned join would have given).
-- 'rtc': real-time chunking (client/rtc.py). The aligned join's timing, with no delayed
-  joins; each request carries the plan's next d actions (the prefix) for the model to start
-  its chunk with, and an answer is joined at the step that really plays next (the steps
-  played since its observation are dropped). A server that ignores the prefix is detected
-  from its answer and the engine falls back to 'aligned' (with the configured blend), once.
+- 'rtc': real-time chunking (client/rtc.py). The aligned join's timing (its delays and its
+  appending from L >= C on); each request carries the plan's next d actions (the prefix) for
+  the model to start its chunk with, and an answer is joined at the step that really plays
+  next (the steps played since its prefix began are dropped), never blended. One whose
+  prefix a newer chunk overtook joins as 'aligned' would. A server that ignores the prefix
+  is detected from its answer and the engine falls back to 'aligned' (with the configured
+  blend), once.
 
 Invariants (test/test_engine_properties.py): every action played is a step the model produced,
 or a blend (smooth_seam, absolute spaces) of it with the action before; the steps of a chunk
@@ -607,12 +609,12 @@ class ChunkEngine:
                           'capture while that lasts; raise max_inflight to stay aligned'
                           + _QUEUEING_CAVEAT))
         elif self.join == 'rtc' and p99 > k * chunk_s / (k + 1):
-            # RTC joins are never delayed: past k*C/(k+1) the arm may run dry between chunks.
             message = (f'real-time chunking with max_inflight={k} cannot keep up: p99 latency '
                        f'{p99:.3f}s > {k} x chunk {chunk_s:.3f}s / {k + 1}; '
                        + ('chunks are appended whole, with no prefix, while that lasts'
-                          if p99 >= chunk_s else 'expect underruns while that lasts; raise '
-                          'max_inflight' + _QUEUEING_CAVEAT))
+                          if p99 >= chunk_s else
+                          f'joins play up to {self.aligned_delay():.3f}s behind their capture '
+                          'while that lasts; raise max_inflight' + _QUEUEING_CAVEAT))
         elif self.join == 'append' and p99 > chunk_s * self.max_inflight:
             message = (f'append joining with max_inflight={self.max_inflight} cannot keep up: '
                        f'p99 latency {p99:.3f}s > {self.max_inflight} x chunk {chunk_s:.3f}s; '
