@@ -7,6 +7,10 @@ append     this project's Policy.run(join='append')
 aligned    this project's Policy.run(join='aligned')
 blended    this project's Policy.run(join='aligned', smooth_seam=blend_steps(horizon),
            seam_blend='min_jerk'): aligned, each seam ramped out of the last action
+rtc        this project's Policy.run(join='rtc', smooth_seam=blend_steps(horizon),
+           seam_blend='min_jerk'): real-time chunking, each request carrying the plan's next
+           d actions for the model to continue (its ramp over blend_steps after them); the
+           blend is the fallback's, should the server ignore the prefix
 
 Every loop gets the same arm, the same number of actions and validate=lambda a: True; each
 observe() is one request in every loop, so requests are counted the same way for all five.
@@ -24,7 +28,7 @@ import time
 from typing import Any
 import warnings
 
-from _engine_world import ABSOLUTE_SPACES, Arm, SimulatedArm, Trace
+from _engine_world import Arm, seam_rate, SeamMeter, SimulatedArm, Trace
 import httpx
 import sequence_ai
 from sequence_ai_ros.client.config import full_model_id
@@ -37,7 +41,7 @@ from sequence_ai_ros.client.types import Observation, Prediction
 from sequence_ai_ros.gateway.catalogue import load_catalogue, ModelProfile
 from sequence_ai_ros.gateway.latency import LatencySampler
 
-LOOPS = ('naive', 'published', 'append', 'aligned', 'blended')
+LOOPS = ('naive', 'published', 'append', 'aligned', 'blended', 'rtc')
 # The blended loop's ramp, as a share of a chunk: half of one (cosmos3 16 steps = 1.07 s,
 # lingbot-vla 7 = 0.23 s). On the simulated clock, cosmos3/fast's mean max seam was 0.065 rad
 # with 8 steps, 0.043 with 16, against the published client's 0.084; moving was unchanged.
@@ -71,6 +75,7 @@ OUR_LOOPS: dict[str, OurLoop] = {
     'append': OurLoop('append'),
     'aligned': OurLoop('aligned'),
     'blended': OurLoop('aligned', blend=True),
+    'rtc': OurLoop('rtc', blend=True),
 }
 
 
@@ -84,6 +89,7 @@ class RunSpec:
     actions: int
     arm: Arm
     max_inflight: int = 3
+    seam_rate: float = 1.0  # _engine_world.seam_rate of the served profile
 
 
 @dataclass
@@ -235,7 +241,7 @@ RUNNERS: dict[str, Callable[[RunSpec, Trace], RunRecord]] = {
 
 def run_loop(loop: str, spec: RunSpec) -> RunRecord:
     """Run one loop; warnings are recorded in the result instead of printed."""
-    trace = Trace(spec.arm.period_s)
+    trace = Trace(spec.arm.period_s, spec.seam_rate)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
         record = RUNNERS[loop](spec, trace)
@@ -250,25 +256,31 @@ class SimRun:
     """What one simulated run did, in model seconds."""
 
     period: float
+    rate: float = 1.0  # _engine_world.seam_rate: values to the seam's units
     actions: int = 0
     stall_s: float = 0.0
     requests: int = 0
-    seam: float | None = None
-    _last: list[float] | None = None
-    _last_chunk: int = -1
+    stalled: bool = False  # the loop waited for a chunk before this action
+    meter: SeamMeter | None = None
+
+    def __post_init__(self) -> None:
+        self.meter = SeamMeter(self.rate)
+
+    @property
+    def seam(self) -> float | None:
+        """Return the largest jump at a join, as Trace measures it."""
+        assert self.meter is not None
+        return max(self.meter.seams, default=None)
 
     def act(self, arm: SimulatedArm, values: list[float], chunk: int) -> None:
         """
-        Execute one action and measure the seam as Trace does (joints only).
+        Execute one action and measure the seam as Trace does (joints only, in every space).
 
         Chunk -1 is a blended action: its jump from the action before is a seam too.
         """
-        joints = values[:arm.q.size]
-        if (chunk != self._last_chunk or chunk == -1) and self._last is not None and \
-                arm.profile.action_space in ABSOLUTE_SPACES:
-            jump = max(abs(a - b) for a, b in zip(joints, self._last, strict=True))
-            self.seam = jump if self.seam is None else max(self.seam, jump)
-        self._last, self._last_chunk = joints, chunk
+        assert self.meter is not None
+        self.meter.note(values[:arm.q.size], chunk, self.stalled)
+        self.stalled = False
         arm.apply(values)
         self.actions += 1
 
@@ -298,7 +310,8 @@ def _sim_start(profile: ModelProfile, scenario: str, seed: int, chunks: int,
     now = [0.0]
     sampler = _sampler(profile, scenario, seed, chunks, lambda: now[0])
     return (now, SimulatedArm(profile, seed, world), sampler,
-            SimRun(1.0 / profile.control_hz), chunks * profile.action_horizon)
+            SimRun(1.0 / profile.control_hz, seam_rate(profile)),
+            chunks * profile.action_horizon)
 
 
 def simulate_published(profile: ModelProfile, scenario: str, seed: int, chunks: int,
@@ -325,6 +338,7 @@ def simulate_published(profile: ModelProfile, scenario: str, seed: int, chunks: 
             arrival, capture, steps = inflight
             if arrival > now[0]:
                 run.stall_s += arrival - now[0]
+                run.stalled = True
                 now[0] = arrival
             if not noted:
                 ema = 0.7 * ema + 0.3 * (arrival - capture)
@@ -346,26 +360,31 @@ def simulate_ours(profile: ModelProfile, scenario: str, seed: int, chunks: int, 
     Drive this project's ChunkEngine as run() does, on a simulated clock.
 
     A blended step (its values are not the model's) is executed as chunk -1, as the live
-    runs label it, so every step of a ramp counts as a seam.
+    runs label it, so every step of a ramp counts as a seam. join='rtc': the arm's planner is
+    given each request's options (the prefix) and its answers report the prefix used, as the
+    local gateway's do.
     """
     now, arm, sampler, run, total = _sim_start(profile, scenario, seed, chunks, world)
     period = run.period
     engine = ChunkEngine(join=join, max_inflight=max_inflight, smooth_seam=smooth_seam,
                          blend=seam_blend, warn=False)
-    pending: dict[int, tuple[float, object]] = {}
+    pending: dict[int, tuple[float, object, object]] = {}
 
     def start() -> None:
         ticket = engine.request_started(now[0])
-        pending[ticket] = (now[0] + sampler.sample(profile), arm.plan(now[0]))
+        options = engine.request_options(ticket)
+        report = {'prefix_steps': len(options['action_prefix'])} if options else None
+        pending[ticket] = (now[0] + sampler.sample(profile), arm.plan(now[0], options), report)
         run.requests += 1
 
     def collect() -> None:
-        for ticket in sorted(t for t, (at, _) in pending.items() if at <= now[0]):
-            arrival, chunk = pending.pop(ticket)
-            engine.chunk_arrived(ticket, chunk, arrival)  # type: ignore[arg-type]
+        for ticket in sorted(t for t, (at, _, _) in pending.items() if at <= now[0]):
+            arrival, chunk, report = pending.pop(ticket)
+            engine.chunk_arrived(ticket, chunk, arrival,  # type: ignore[arg-type]
+                                 prefix_report=report)
 
     start()
-    now[0] = min(at for at, _ in pending.values())
+    now[0] = min(at for at, _, _ in pending.values())
     while engine.stats.actions < total:
         collect()
         if engine.stats.actions + engine.committed_steps() < total and \
@@ -373,9 +392,10 @@ def simulate_ours(profile: ModelProfile, scenario: str, seed: int, chunks: int, 
             start()
         step = engine.next_action(now[0])
         if step is None:  # run()'s refill: wait for a request in flight, or make one
+            run.stalled = True
             if not pending:
                 start()
-            now[0] = max(now[0], min(at for at, _ in pending.values()))
+            now[0] = max(now[0], min(at for at, _, _ in pending.values()))
             continue
         run.act(arm, step.values, step.chunk if step.values == step.raw else -1)
         now[0] += period

@@ -22,7 +22,8 @@ OURS = ('append', 'aligned', 'blended')
 # Target 3's loops (time-aligned joins) and how its verdict lines name them.
 SEAM_LOOPS = {'aligned': 'aligned',
               'blended': f'blended (aligned + {BLEND_TEXT})'}
-JOIN_KINDS = ('started', 'appended', 'aligned', 'delayed', 'nearest', 'past')
+JOIN_LOOPS = (*SEAM_LOOPS, 'rtc')  # whose joins the comparisons list
+JOIN_KINDS = ('started', 'appended', 'aligned', 'delayed', 'rtc', 'nearest', 'past')
 
 
 @dataclass
@@ -36,7 +37,9 @@ class Row:
     moving: float
     underruns: int
     underrun_s: float
-    seam: float | None
+    seam: float | None  # rad on absolute spaces, rad/s (commanded velocity) on the others
+    absolute: bool
+    within: float  # the same measure between two actions of one chunk: the model's own motion
     age_p50: float | None
     age_max: float | None
     requests: int
@@ -52,6 +55,9 @@ class Row:
     latency_p50: float | None = None
     latency_p99: float | None = None
     joins: str | None = None
+    prefixes: int | None = None  # rtc: requests that carried a prefix
+    prefix_error: float | None = None  # rtc: the largest departure of an answer from it
+    fallback: bool = False
 
 
 def measure(record: RunRecord, profile: ModelProfile, scenario: str, scale: float,
@@ -68,7 +74,8 @@ def measure(record: RunRecord, profile: ModelProfile, scenario: str, scale: floa
         profile=profile.name, scenario=scenario, loop=record.loop, actions=len(trace.acted),
         moving=commanded / (commanded + underrun), underruns=len(stalls),
         underrun_s=underrun / scale,
-        seam=max(trace.seams, default=0.0) if absolute else None,
+        seam=max(trace.seams, default=0.0), absolute=absolute,
+        within=trace.meter.within if trace.meter is not None else 0.0,
         age_p50=_scaled(quantile(trace.ages, 0.5), scale),
         age_max=_scaled(max(trace.ages, default=None), scale),
         requests=len(trace.observed), requests_per_s=len(trace.observed) / elapsed * scale,
@@ -87,6 +94,9 @@ def measure(record: RunRecord, profile: ModelProfile, scenario: str, scale: floa
     out = record.outcome
     if out is not None:
         row.stale = out.stale_chunks
+        if record.loop == 'rtc':
+            row.prefixes, row.prefix_error = out.prefixes_sent, out.max_prefix_error
+            row.fallback = out.rtc_fallback
         row.latency_p50 = _scaled(out.latency_p50_s, scale)
         row.latency_p99 = _scaled(out.latency_p99_s, scale)
     elif latencies:
@@ -128,7 +138,7 @@ def _num(value: float | None, digits: int = 2) -> str:
 def table(rows: list[Row]) -> str:
     """Render the markdown table of every run."""
     lines = ['| profile | scenario | loop | moving | underruns | underrun s | moving, own '
-             'account | late-tick s | max seam (rad) | obs age p50 / max (s) | req/s '
+             'account | late-tick s | max seam (rad; rad/s) | obs age p50 / max (s) | req/s '
              '| req per arm-s |',
              '|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|']
     for r in rows:
@@ -152,10 +162,18 @@ def comparisons(rows: list[Row], chunk_s: dict[str, float]) -> list[str]:
             line += f'; append/published moving x{app.moving / pub.moving:.2f}'
             line += (f', requests per arm-s append {app.requests_per_arm_s:.2f} vs published '
                      f'{pub.requests_per_arm_s:.2f}')
-        for loop in SEAM_LOOPS:
+        for loop in (*SEAM_LOOPS, 'rtc'):
             ours = group.get(loop)
             if pub and ours and ours.seam is not None and pub.seam:
                 line += f'; seam {loop}/published {ours.seam / pub.seam:.2f}'
+        rtc = group.get('rtc')
+        if rtc and rtc.seam is not None:
+            line += (f'; rtc seam / largest step within its chunks {_num(rtc.seam, 3)} / '
+                     f'{_num(rtc.within, 3)}')
+        if rtc and rtc.prefixes is not None:
+            error = '-' if rtc.prefix_error is None else f'{rtc.prefix_error:.4f}'
+            line += (f'; rtc prefixes sent {rtc.prefixes}, largest departure {error} rad'
+                     + (' (FELL BACK to aligned)' if rtc.fallback else ''))
         naive = group.get('naive')
         if naive and naive.latency_p50 is not None:
             expected = chunk_s[profile] / (chunk_s[profile] + naive.latency_p50)
@@ -163,7 +181,7 @@ def comparisons(rows: list[Row], chunk_s: dict[str, float]) -> list[str]:
         stale = [f'{r.loop} {r.stale}' for r in group.values() if r.stale]
         if stale:
             line += f'; stale (dropped) chunks: {", ".join(stale)}'
-        for loop in SEAM_LOOPS:
+        for loop in JOIN_LOOPS:
             ours = group.get(loop)
             if ours and ours.joins:
                 line += f'; {loop} joins: {ours.joins}'
@@ -244,7 +262,7 @@ def _seam_target(groups: dict[tuple[str, str], dict[str, Row]], join: str, name:
                  chunk_s: dict[str, float], p99: dict[tuple[str, str], float]) -> list[str]:
     """Target 3 for one loop: its max seam at most half the published client's."""
     pairs = [(k, g) for k, g in groups.items() if join in g and 'published' in g
-             and g[join].seam is not None]
+             and g[join].seam is not None and g[join].absolute]
     if not pairs:
         return []
 
@@ -257,6 +275,62 @@ def _seam_target(groups: dict[tuple[str, str], dict[str, Row]], join: str, name:
     detail = ', '.join(seam(k, g) for k, g in pairs)
     return [_verdict(not misses, f'{name}: max seam jump <= half the published '
                      f"client's on absolute profiles ({detail})", misses)]
+
+
+def rtc_targets(rows: list[Row], chunk_s: dict[str, float],
+                p99: dict[tuple[str, str], float]) -> list[str]:
+    """Issue #14's targets for join='rtc', MET or NOT MET, and the pi05-droid figure."""
+    groups = _groups(rows)
+    fast = [(k, g) for k, g in groups.items() if 'rtc' in g and p99[k] < chunk_s[k[0]]]
+    lines = []
+
+    def seam(k: tuple[str, str], g: dict[str, Row], other: str) -> str:
+        unit = 'rad' if g['rtc'].absolute else 'rad/s'
+        return f'{k[0]}/{k[1]} {_num(g["rtc"].seam, 3)} vs {_num(g[other].seam, 3)} {unit}'
+    compared = [(k, g) for k, g in fast if 'naive' in g]
+    misses = [seam(k, g, 'naive') for k, g in compared if g['rtc'].seam > g['naive'].seam]
+    lines.append(_verdict(
+        not misses if compared else None,
+        "rtc: max seam <= the refill-when-empty (naive) loop's wherever p99 latency < chunk "
+        f'({len(compared)} pairs; joint jump on absolute spaces, commanded-velocity jump on '
+        f'delta and velocity spaces: {", ".join(seam(k, g, "naive") for k, g in compared)})',
+        misses))
+    slow = [f'{k[0]}/{k[1]} {_pct(g["rtc"].moving)}{_own(g["rtc"])}' for k, g in fast
+            if g['rtc'].moving < 0.99]
+    lines.append(_verdict(not slow if fast else None, 'rtc: >= 99% moving wherever p99 '
+                          f'latency < chunk ({len(fast)} pairs)', slow))
+    owned = [f'{k[0]}/{k[1]} {_pct(g["rtc"].own_moving)}' for k, g in fast
+             if g['rtc'].own_moving is not None and g['rtc'].own_moving < 0.99]
+    lines.append(_verdict(not owned if fast else None, 'rtc: >= 99% moving wherever p99 '
+                          f'latency < chunk, own account ({len(fast)} pairs)', owned))
+    costly = [(k, g) for k, g in fast if 'aligned' in g]
+
+    def cost(k: tuple[str, str], g: dict[str, Row]) -> str:
+        return (f'{k[0]}/{k[1]} {g["rtc"].requests_per_arm_s:.2f} vs '
+                f'{g["aligned"].requests_per_arm_s:.2f}')
+    dearer = [cost(k, g) for k, g in costly
+              if g['rtc'].requests_per_arm_s > g['aligned'].requests_per_arm_s + 1e-9]
+    lines.append(_verdict(
+        not dearer if costly else None, "rtc: requests per arm-s <= aligned's wherever p99 "
+        f'latency < chunk ({len(costly)} pairs: {", ".join(cost(k, g) for k, g in costly)})',
+        dearer))
+    fell = [f'{k[0]}/{k[1]}' for k, g in groups.items() if 'rtc' in g and g['rtc'].fallback]
+    lines.append(_verdict(not fell, 'rtc: the local gateway honoured every prefix (no '
+                          'fallback to aligned)', fell))
+    figure = []
+    for (profile, scenario), g in groups.items():
+        if profile == 'pi05-droid' and 'rtc' in g:
+            others = ', '.join(f'{loop} {_num(g[loop].seam, 3)}' for loop in
+                               ('naive', 'published', 'aligned', 'blended') if loop in g)
+            where = 'p99 < C' if p99[(profile, scenario)] < chunk_s[profile] else \
+                'p99 >= C: rtc appends'
+            figure.append(f'{scenario} ({where}) rtc {_num(g["rtc"].seam, 3)} '
+                          f'({_pct(g["rtc"].moving)} moving; {others})')
+    if figure:
+        lines.append('- **figure** pi05-droid (joint_velocity, where the seam blend does '
+                     'nothing), max commanded-velocity jump at a join, rad/s: '
+                     + '; '.join(figure))
+    return lines
 
 
 def _own(row: Row) -> str:
@@ -279,13 +353,14 @@ def _verdict(ok: bool | None, what: str, misses: list[str]) -> str:
 
 # -- the simulated clock ---------------------------------------------------------------------
 
-SIM_LOOPS = ('published', 'append', 'aligned', 'blended')
+SIM_LOOPS = ('published', 'append', 'aligned', 'blended', 'rtc')
 
 
 def simulated_table(runs: dict[tuple[str, str, str], list[SimRun]]) -> str:
     """Render the simulated runs: mean (worst) moving, mean max seam, requests per arm-s."""
     lines = [f'| profile | scenario | moving: published model / {" / ".join(SIM_LOOPS[1:])}, '
-             'mean (worst) | max seam (rad), mean | req per arm-s |', '|---|---|---|---|---|']
+             'mean (worst) | max seam (rad; rad/s), mean | req per arm-s |',
+             '|---|---|---|---|---|']
     keys = sorted({(p, s) for p, s, _ in runs}, key=lambda k: list(runs).index((*k, SIM_LOOPS[0])))
     for profile, scenario in keys:
         group = [runs[(profile, scenario, loop)] for loop in SIM_LOOPS]
@@ -314,12 +389,15 @@ def definitions(scale: float, chunks: int, max_inflight: int,
         f'Durations and rates are in model seconds (wall / {scale:g}). '
         f'**moving** = commanded time / (commanded + underrun time); an **underrun** is a gap '
         f'between two act() calls longer than {STALL_PERIODS:g} control periods, counted as '
-        'gap - 1 period. **max seam** = largest joint jump (rad, gripper excluded) between the '
-        'last action of one chunk and the first executed action of the next (absolute '
-        'profiles only: '
-        'cosmos3 joint_absolute, lingbot-vla joint_position); for blended, every step of the '
-        "ramp counts (a blended action is none of the model's values: its jump from the action "
-        'before is a seam, and so is the jump from the ramp into the chunk). **obs age** = '
+        'gap - 1 period. **max seam** = largest jump (gripper excluded) between the last action '
+        'of one chunk and the first executed action of the next: on absolute profiles '
+        '(cosmos3 joint_absolute, lingbot-vla joint_position) the joint jump in rad; on delta '
+        'and velocity profiles (lingbot-va joint_delta, pi05 joint_velocity) the jump of the '
+        'commanded joint velocity in rad/s of model time, where a join across an underrun '
+        'goes through a stop (zero velocity: the arm holds in between). For blended, every '
+        "step of the ramp counts (a blended action is none of the model's values: its jump "
+        'from the action before is a seam, and so is the jump from the ramp into the chunk). '
+        '**obs age** = '
         'execution time '
         "minus the capture time of the observation the action's chunk was computed from "
         '(blended: ramp steps, matched to no chunk, are left out). '
@@ -336,7 +414,10 @@ def definitions(scale: float, chunks: int, max_inflight: int,
         f'max_inflight={max_inflight}, smooth_seam=0, except **blended**: join=aligned, '
         "smooth_seam=half the chunk's steps (cosmos3 16, lingbot-vla 7), seam_blend='min_jerk' "
         '(a minimum-jerk ramp from the last action into each new chunk, never the first '
-        'chunk); the '
+        "chunk), and **rtc**: join='rtc' with the same smooth_seam and seam_blend (each "
+        "request carries the plan's next d actions; the reference policy keeps them and "
+        'ramps from them into its own plan over smooth_seam steps under the soft mask; the '
+        'engine blends only a fallback or an appended chunk); the '
         'published client with its defaults '
         '(prefetch on, one request in flight). All loops get validate=lambda a: True.')
 

@@ -8,6 +8,11 @@ noise. `Trace` records, with
 one clock for every loop, when each observation was taken and each action executed, and which
 chunk (hence which observation) each action came from. `SimulatedArm` is the same arm and
 planner on a simulated clock, for the runs that leave the machine out.
+
+A seam is measured in every action space (SeamMeter): on absolute spaces as the largest joint
+jump (rad), on delta and velocity spaces as the largest jump of the commanded joint velocity
+(rad/s of model time: an increment times the model's rate, a served rate times the time
+scale), where a stall at a join is a stop: the arm holds, at zero velocity, in between.
 """
 
 from dataclasses import dataclass, field
@@ -18,8 +23,7 @@ import sequence_ai
 from sequence_ai_ros import arm_model
 from sequence_ai_ros.client.types import ActionChunk, ImageFrame, Observation, Proprioception
 from sequence_ai_ros.gateway.catalogue import ModelProfile
-from sequence_ai_ros.gateway.reference_policy import chunk_noise, INTEGRATING_SPACES, plan_reach
-from sequence_ai_ros.gateway.spaces import to_action_space
+from sequence_ai_ros.gateway.reference_policy import ReferencePolicy
 from sequence_ai_ros.node.images import encode_raw_image
 from sequence_ai_ros.sim.render import SceneRenderer
 
@@ -35,6 +39,25 @@ CORNERS = ((0.35, -0.3), (0.65, -0.3), (0.65, 0.3), (0.35, 0.3))
 INSTRUCTION = 'reach the red disc'
 # A gap between two act() calls longer than this many periods is a stall (a missed tick).
 STALL_PERIODS = 1.5
+
+
+def seam_rate(profile: ModelProfile) -> float:
+    """
+    Return what turns a profile's action values into the seam's units, at its time scale.
+
+    1 on absolute spaces (rad); the model's rate for increments; the time scale for served
+    velocities (rad/s of wall time at the scale), so both read in rad/s of model time.
+    """
+    if profile.action_space in ABSOLUTE_SPACES:
+        return 1.0
+    if profile.action_space == 'joint_delta':
+        return profile.native_hz
+    return profile.time_scale
+
+
+def seam_unit(profile: ModelProfile) -> str:
+    """Return the seam's unit for a profile."""
+    return 'rad' if profile.action_space in ABSOLUTE_SPACES else 'rad/s'
 
 
 def _frame(pixels: np.ndarray) -> str:
@@ -110,18 +133,57 @@ class Arm:
 
 
 @dataclass
+class SeamMeter:
+    """
+    The jumps at joins, and the largest step between two actions of one chunk.
+
+    `rate` (seam_rate) turns action values into the seam's units; on rate spaces (rate != 1)
+    a join across a stall is measured through zero velocity. A blended action (chunk -1) is
+    none of the model's values, so its jump from the action before is a seam too: a whole
+    blend ramp is measured, not only its first step.
+    """
+
+    rate: float = 1.0
+    seams: list[float] = field(default_factory=list)
+    within: float = 0.0  # the model's own roughness: the largest step inside one chunk
+    _last: list[float] | None = None
+    _last_chunk: int = -1
+
+    def note(self, values: list[float], chunk: int, stalled: bool = False) -> None:
+        """Note an executed action's joint values and chunk; `stalled`: none came for long."""
+        joints = [v * self.rate for v in values]
+        last = self._last
+        if last is not None and (chunk != self._last_chunk or chunk == -1):
+            if stalled and self.rate != 1.0:
+                self.seams.append(max(abs(v) for v in (*joints, *last)))
+            else:
+                self.seams.append(max(abs(a - b) for a, b in zip(joints, last)))
+        elif last is not None and not stalled:
+            self.within = max(self.within, max(abs(a - b) for a, b in zip(joints, last)))
+        self._last, self._last_chunk = joints, chunk
+
+
+@dataclass
 class Trace:
     """What one run did, on one clock: observations, actions, and their chunks."""
 
     period_s: float
+    rate: float = 1.0  # seam_rate(): values to the seam's units
     joints: int = len(arm_model.HOME)
     observed: list[float] = field(default_factory=list)
     acted: list[float] = field(default_factory=list)
     ages: list[float] = field(default_factory=list)
-    seams: list[float] = field(default_factory=list)
     chunk_captures: list[float] = field(default_factory=list)
-    _last_values: list[float] | None = None
-    _last_chunk: int = -1
+    meter: SeamMeter | None = None
+
+    def __post_init__(self) -> None:
+        self.meter = SeamMeter(self.rate)
+
+    @property
+    def seams(self) -> list[float]:
+        """Return the jumps at joins (SeamMeter)."""
+        assert self.meter is not None
+        return self.meter.seams
 
     def observe(self) -> float:
         """Note an observation (one per request in every loop); returns its time."""
@@ -138,18 +200,16 @@ class Trace:
         """
         Note an executed action and the chunk it came from (-1: none, a blended action).
 
-        A seam is the jump from the action before wherever the chunk changes, and at every
-        blended action, so that a whole blend ramp is measured, not only its first step.
+        Seams are measured by SeamMeter, on the joints only: the gripper is a 0..1 position
+        in every space and would swamp them.
         """
         now = time.monotonic()
+        stalled = bool(self.acted) and now - self.acted[-1] > STALL_PERIODS * self.period_s
         self.acted.append(now)
         if 0 <= chunk < len(self.chunk_captures):
             self.ages.append(now - self.chunk_captures[chunk])
-        # Joints only: the gripper is a 0..1 position in every space and would swamp them.
-        joints = list(values[:self.joints])
-        if (chunk != self._last_chunk or chunk == -1) and self._last_values is not None:
-            self.seams.append(max(abs(a - b) for a, b in zip(joints, self._last_values)))
-        self._last_values, self._last_chunk = joints, chunk
+        assert self.meter is not None
+        self.meter.note(values[:self.joints], chunk, stalled)
 
     def stalls(self) -> list[float]:
         """Seconds without a command at each gap longer than STALL_PERIODS periods."""
@@ -168,23 +228,23 @@ class SimulatedArm:
 
     def __init__(self, profile: ModelProfile, seed: int, world: str = 'circle') -> None:
         self.profile = profile
+        self.policy = ReferencePolicy(profile)
         self.q = arm_model.HOME.copy()
         self.gripper = 0.0
         self.rng = np.random.default_rng(seed)
         self.positions, self.dwell = targets(world)
 
-    def plan(self, now: float) -> ActionChunk:
-        """Return the chunk the reference policy plans from an observation taken at `now`."""
+    def plan(self, now: float, options: dict | None = None) -> ActionChunk:
+        """
+        Return the chunk the reference policy plans from an observation taken at `now`.
+
+        `options` are the request's (join='rtc': the prefix), as the gateway passes them.
+        """
         profile = self.profile
         steps = profile.action_horizon
         x, y = self.positions[int(now / self.dwell) % len(self.positions)]
         goal = np.array([x, y, arm_model.HOVER_Z])
-        integrating = profile.action_space in INTEGRATING_SPACES
-        planned, grip = plan_reach(self.q, self.gripper, goal, steps, 1.0 / profile.control_hz,
-                                   integrating)
-        planned[1:] = arm_model.clamp_to_limits(
-            planned[1:] + chunk_noise(self.rng, steps, self.q.size))
-        rows = to_action_space(profile.action_space, planned, grip, profile.control_hz)
+        rows = self.policy.chunk(self.q, self.gripper, goal, steps, options or {}, self.rng)
         return ActionChunk(steps=[[float(v) for v in row] for row in rows], robot=profile.robot,
                            action_space=profile.action_space, action_dim=len(rows[0]),
                            control_frequency_hz=profile.control_hz,

@@ -1,21 +1,21 @@
 """
-Issue #4's benchmark: the chunk engine against the published client, side by side.
+Issues #4 and #14's benchmark: the chunk engine against the published client, side by side.
 
 Run: .venv/bin/python bench/bench_engine.py [--quick] [--profiles NAME ...]
      [--scenarios steady heavy_tail step fast]
-     [--loops naive published append aligned blended] [--world circle|hops]
+     [--loops naive published append aligned blended rtc] [--world circle|hops]
      [--chunks N] [--time-scale S] [--no-write | --write] [--markdown PATH] [--simulate SEEDS]
 
-Five loops drive a kinematic arm through the local gateway (a real HTTP server, time-scaled),
+Six loops drive a kinematic arm through the local gateway (a real HTTP server, time-scaled),
 one after another so they never disturb each other: a naive refill-when-empty loop, the
 published sequence_ai 0.1.0 client's run() as shipped, and this project's run() in append and
-time-aligned modes and time-aligned with a min-jerk seam blend. Every catalogue profile meets
-every latency scenario; one gateway process serves each scenario, except `step`, which gets a
-fresh gateway per run so that the latency doubles when about half of that run's actions are
-done. Then the same engine, and a model of the published client's loop, run on a simulated
-clock over several seeds: the loops without the machine (no late ticks), to tell the engine's
-misses from the measurement's. The full run writes its section of bench/RESULTS.md (a subset
-or --quick run only prints, unless --write).
+time-aligned modes, time-aligned with a min-jerk seam blend, and real-time chunking (rtc).
+Every catalogue profile meets every latency scenario; one gateway process serves each
+scenario, except `step`, which gets a fresh gateway per run so that the latency doubles when
+about half of that run's actions are done. Then the same engine, and a model of the published
+client's loop, run on a simulated clock over several seeds: the loops without the machine (no
+late ticks), to tell the engine's misses from the measurement's. The full run writes its
+section of bench/RESULTS.md (a subset or --quick run only prints, unless --write).
 """
 
 import argparse
@@ -40,6 +40,7 @@ from _engine_report import (  # noqa: E402
     definitions,
     measure,
     Row,
+    rtc_targets,
     scenario_p99,
     SECTION,
     SIM_LOOPS,
@@ -48,7 +49,7 @@ from _engine_report import (  # noqa: E402
     targets,
     write_section,
 )
-from _engine_world import Arm, render_frames, WORLDS  # noqa: E402
+from _engine_world import Arm, render_frames, seam_rate, WORLDS  # noqa: E402
 from _record import GATEWAY_NICE, lower_priority, machine, provenance  # noqa: E402
 from sequence_ai_ros.gateway.catalogue import load_catalogue, ModelProfile  # noqa: E402
 from sequence_ai_ros.gateway.config import SCENARIOS  # noqa: E402
@@ -104,7 +105,7 @@ class Bench:
         arm = Arm(self.frames, profile.action_space, self.scale / profile.control_hz,
                   self.scale)
         spec = RunSpec(base_url, KEY, profile.name, self.actions(profile), arm,
-                       self.args.max_inflight)
+                       self.args.max_inflight, seam_rate(profile.scaled(self.scale)))
         gc.collect()
         record = run_loop(loop, spec)
         row = measure(record, profile, scenario, self.scale, step_at)
@@ -274,6 +275,10 @@ def main(argv: list[str] | None = None) -> int:
         'joining with k requests in flight keeps up only while latency L <= kC/(k+1): a chunk '
         'yields C - L of motion and k requests complete per L.\n\n'
         + '\n'.join(p99_lines) + '\n\n' + '\n'.join(targets(rows, chunk_s, p99)),
+        "### Issue #14 targets (join='rtc')\n\nJudged where the scenario's p99 latency is "
+        'below the chunk (`*` above); the seam is the joint jump on absolute profiles and '
+        'the commanded-velocity jump on the others (rad/s); **own account** as above.\n\n'
+        + '\n'.join(rtc_targets(rows, chunk_s, p99)),
         '### Warnings the runs raised (recorded, not printed)\n\n'
         + ('\n'.join(notes) if notes else 'None.'),
     ] + ([
@@ -286,7 +291,10 @@ def main(argv: list[str] | None = None) -> int:
         'flight, prefetch when the buffer is at most the latency EMA x 1.25 + one period, the '
         'next chunk taken once the buffer is empty), not the package itself. Ours: the real '
         f'ChunkEngine, max_inflight={args.max_inflight} (blended: smooth_seam=half the '
-        "chunk's steps, blend='min_jerk', every ramp step a seam).\n\n"
+        "chunk's steps, blend='min_jerk', every ramp step a seam; rtc: the same, the planner "
+        "given each request's prefix and its answers reporting it, as the gateway's do). "
+        'Seams as above: rad on absolute profiles, rad/s of commanded velocity on the '
+        'others.\n\n'
         + simulated_table(simulated),
     ] if simulated else []))
     print('\n' + body)

@@ -3,9 +3,10 @@ ChunkEngine properties under generated runs (hypothesis, issue #7).
 
 A run is driven with an injected clock (no sleeping): ticks at the engine's period, some of
 them late; requests whose latencies are drawn per request (zero, longer than a chunk, out of
-order), some failing; chunks of varying length and arbitrary contents; append and aligned
-joins, max_inflight 1..4, no blend, linear or minimum-jerk blends, and sometimes a stop
-(clear) in the middle. Whatever the run, these hold:
+order), some failing; chunks of varying length and arbitrary contents; append, aligned and
+rtc joins (rtc: an answer keeps the prefix it was sent or not, and reports it used or not),
+max_inflight 1..4, no blend, linear or minimum-jerk blends, and sometimes a stop (clear) in
+the middle. Whatever the run, these hold:
 
 - every action played is a step the model produced (its raw values), and what is sent is
   either those values or, on an absolute space with smooth_seam, the documented blend of them
@@ -60,6 +61,8 @@ class Spec:
     ticks: int
     stop_at: int | None
     seed: int
+    keeps_prefix: bool = True  # rtc: the answer starts with the prefix it was sent
+    reports_prefix: bool = True  # rtc: the answer says it used it (else: the engine falls back)
 
 
 @dataclass
@@ -80,7 +83,7 @@ class Run:
 def specs(draw):
     """Draw a run: engine settings, per-request latencies, failures and chunk lengths."""
     return Spec(
-        join=draw(st.sampled_from(('append', 'aligned'))),
+        join=draw(st.sampled_from(('append', 'aligned', 'rtc'))),
         prefetch=draw(st.booleans() | st.just(True)),
         max_inflight=draw(st.integers(1, 4)),
         smooth_seam=draw(st.sampled_from((0, 0, 1, 3, 6))),
@@ -96,6 +99,8 @@ def specs(draw):
         ticks=draw(st.integers(1, 200)),
         stop_at=draw(st.none() | st.integers(0, 200)),
         seed=draw(st.integers(0, 2 ** 16)),
+        keeps_prefix=draw(st.booleans() | st.just(True)),
+        reports_prefix=draw(st.booleans() | st.just(True)),
     )
 
 
@@ -107,6 +112,7 @@ def drive(spec: Spec) -> tuple[ChunkEngine, Run]:
     rng = random.Random(spec.seed)
     run = Run()
     pending: dict[int, float] = {}  # ticket -> arrival time
+    prefixes: dict[int, list[list[float]]] = {}  # ticket -> the prefix its request carried
     now = 0.0
     for tick in range(spec.ticks):
         period = engine.period
@@ -118,11 +124,15 @@ def drive(spec: Spec) -> tuple[ChunkEngine, Run]:
                 continue
             steps = spec.lengths[ticket % len(spec.lengths)]
             rows = [[rng.uniform(-10.0, 10.0) for _ in range(spec.dims)] for _ in range(steps)]
+            prefix = prefixes.pop(ticket, [])
+            if spec.keeps_prefix:
+                rows[:len(prefix)] = [list(row) for row in prefix[:steps]]
             chunk = ActionChunk(steps=rows, robot='droid', action_space=spec.space,
                                 action_dim=spec.dims, control_frequency_hz=spec.hz,
                                 covers_seconds=steps / spec.hz)
             run.produced[ticket] = chunk
-            engine.chunk_arrived(ticket, chunk, arrival)
+            report = {'prefix_steps': len(prefix)} if prefix and spec.reports_prefix else None
+            engine.chunk_arrived(ticket, chunk, arrival, prefix_report=report)
         if tick == spec.stop_at:
             # A stop forgets what is in flight and the chunks parked behind it.
             run.abandoned += len(pending) + engine.parked
@@ -134,6 +144,7 @@ def drive(spec: Spec) -> tuple[ChunkEngine, Run]:
             run.capture[ticket] = now
             latency = spec.latencies[ticket % len(spec.latencies)] / spec.hz
             pending[ticket] = now + latency
+            prefixes[ticket] = engine.request_options(ticket).get('action_prefix', [])
         step = engine.next_action(now)
         if step is None:
             run.starved.append(now)
@@ -216,7 +227,10 @@ def check_run(spec: Spec) -> None:
                           ('blended step', stats.blended_steps), ('dropped step',
                           stats.dropped_steps), ('stop', run.abandoned + run.cleared_steps),
                           ('delayed aligned join', engine.aligned_delay() > 0
-                           and engine.active_join == 'aligned')):
+                           and engine.active_join == 'aligned'),
+                          ('rtc join', stats.joins.get('rtc', 0)), ('rtc late join',
+                          stats.rtc_late_joins), ('rtc fallback', stats.rtc_fallback),
+                          ('prefix violation', stats.prefix_violations)):
         if reached:
             event(f'{spec.join}: {what}')
 

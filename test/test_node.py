@@ -481,3 +481,14 @@ def test_every_command_is_one_a_stock_controller_accepts(gateway, launch, mode):
     after = [(t, msg) for t, msg in commands if t > stop_asked]
     assert after and is_hold(after[-1][1].points[0]) and len(after[-1][1].points) == 1
     assert after[0][0] - stop_asked < CONTROL_PERIOD_S + 0.1
+
+
+def test_rtc_join_drives_an_episode_with_prefixed_requests(gateway, launch):
+    """join_mode rtc through the node: requests carry the prefix, the gateway honours it."""
+    robot, process = launch(gateway, max_actions=90, join_mode='rtc', smooth_seam=4)
+    bring_up(robot, process)
+    result = outcome(robot, timeout=30)
+    assert result['outcome'] == 'completed' and result['actions'] == 90, result
+    assert result['prefixes_sent'] >= 1, result
+    assert result['rtc_fallback'] is False, result
+    assert result['prefix_violations'] == 0, result

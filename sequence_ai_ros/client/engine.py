@@ -15,6 +15,13 @@ Join modes (DESIGN.md has the arithmetic):
   are appended whole. On absolute spaces the join may start a few steps earlier in the new
   chunk than its time says, at the step nearest the action it follows (a smaller seam; never
   less motion than the time-aligned join would have given).
+- 'rtc': real-time chunking (client/rtc.py). The aligned join's timing (its delays and its
+  appending from L >= C on); each request carries the plan's next d actions (the prefix) for
+  the model to start its chunk with, and an answer is joined at the step that really plays
+  next (the steps played since its prefix began are dropped), never blended. One whose
+  prefix a newer chunk overtook joins as 'aligned' would. A server that ignores the prefix
+  is detected from its answer and the engine falls back to 'aligned' (with the configured
+  blend), once.
 
 Invariants (test/test_engine_properties.py): every action played is a step the model produced,
 or a blend (smooth_seam, absolute spaces) of it with the action before; the steps of a chunk
@@ -24,18 +31,32 @@ still pending.
 """
 
 from collections import deque
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 import itertools
 import math
+from typing import Any
 import warnings
 
-from .latency import LatencyWindow, quantile
+# The counters and the summary live in engine_stats; importers keep finding them here.
+from .engine_stats import EngineReport, EngineStats, report, summarize
+from .latency import LatencyWindow
+from .rtc import (
+    delay_steps,
+    fallback_message,
+    honoured,
+    measure_prefix,
+    PREFIX_TOLERANCE,
+    PrefixBook,
+    SentPrefix,
+    violation_message,
+)
 from .types import ActionChunk, is_absolute_space
 
-JOIN_MODES = ('append', 'aligned')
+__all__ = ['BLENDS', 'blend_weight', 'ChunkEngine', 'EngineReport', 'EngineStats', 'JOIN_MODES',
+           'LATE_FACTOR', 'PlannedStep', 'report', 'summarize']
+JOIN_MODES = ('append', 'aligned', 'rtc')
 BLENDS = ('linear', 'min_jerk')
-SERIES_LIMIT = 10_000
 # A request in flight longer than this many planning latencies (a p99 estimate) is not
 # counted on: a backup starts while a slot is free. At 2 a heavy tail (3-5x the median) was
 # backed up too late to shorten its stall at all; at 1, about 1% of requests are backed up.
@@ -71,6 +92,7 @@ class PlannedStep:
     index: int
     capture_time: float
     due: float | None = None
+    rtc: bool = False  # joined as the model's continuation of a prefix: never blended
 
 
 @dataclass
@@ -79,37 +101,7 @@ class _Arrival:
     capture: float
     time: float
     server_ms: float | None
-
-
-@dataclass
-class EngineStats:
-    """Counters that add up: every action played is counted once, every request once."""
-
-    actions: int = 0
-    chunks: int = 0
-    requests: int = 0
-    failed_requests: int = 0
-    stale_chunks: int = 0
-    # Steps of every chunk joined; each is later played, dropped (past on arrival, replaced by a
-    # newer plan, late, cleared) or still in the plan.
-    planned_steps: int = 0
-    dropped_steps: int = 0
-    blended_steps: int = 0
-    # How chunks were joined: 'replaced' (predict), 'started' (nothing was playing),
-    # 'appended' (after the plan), 'aligned' (at its time), 'delayed' (behind its time,
-    # aligned_delay), 'nearest' (also counted above: an absolute plan joined at the step
-    # nearest the last action, before its time), 'past' (wholly in the past, not joined).
-    joins: dict[str, int] = field(default_factory=dict)
-    max_join_delay_s: float = 0.0
-    underruns: int = 0
-    underrun_s: float = 0.0
-    longest_underrun_s: float = 0.0
-    max_seam_jump: float | None = None
-    action_space: str | None = None
-    # Bounded: a node may run for hours; quantiles over the latest samples are what matter.
-    latencies: 'deque[float]' = field(default_factory=lambda: deque(maxlen=SERIES_LIMIT))
-    server_inference_ms: 'deque[float]' = field(default_factory=lambda: deque(maxlen=SERIES_LIMIT))
-    obs_ages: 'deque[float]' = field(default_factory=lambda: deque(maxlen=SERIES_LIMIT))
+    prefix: SentPrefix | None = None
 
 
 class ChunkEngine:
@@ -119,7 +111,8 @@ class ChunkEngine:
                  control_hz: float | None = None, smooth_seam: int = 0,
                  blend: str = 'linear', latency_window: int = 100,
                  tail_quantile: float = 0.99, warn: bool = True,
-                 latency: LatencyWindow | None = None) -> None:
+                 latency: LatencyWindow | None = None,
+                 prefix_tolerance: float = PREFIX_TOLERANCE) -> None:
         if join not in JOIN_MODES:
             raise ValueError(f'join must be one of {JOIN_MODES}, got {join!r}')
         if blend not in BLENDS:
@@ -141,6 +134,9 @@ class ChunkEngine:
         self.stats = EngineStats()
         self.warnings: list[str] = []
         self._warn = warn
+        self._configuration_warned = False
+        self._prefixes = PrefixBook(prefix_tolerance) if join == 'rtc' else None
+        self.prefix_tolerance = prefix_tolerance
         self._plan: deque[PlannedStep] = deque()
         self._inflight: dict[int, float] = {}
         self._parked: dict[int, _Arrival] = {}
@@ -188,7 +184,7 @@ class ChunkEngine:
 
     def committed_steps(self) -> int:
         """Count the steps buffered plus those in-flight and parked requests will bring."""
-        if self.active_join == 'aligned' and self._now is not None:
+        if self.active_join != 'append' and self._now is not None:
             # An aligned chunk brings only what lies beyond the plan it replaces; counting a
             # whole chunk each would stop run() asking for the last chunks it needs.
             now = self._now
@@ -199,7 +195,7 @@ class ChunkEngine:
     @property
     def active_join(self) -> str:
         """
-        Return the join in force: 'aligned' while a chunk can land inside its own horizon.
+        Return the join in force: 'aligned' ('rtc') while a chunk can land inside its horizon.
 
         Aligned joins keep up while the planning latency L < C, delayed by aligned_delay()
         when L > k*C/(k+1). From L >= C on, every aligned chunk would land wholly in the past,
@@ -210,9 +206,9 @@ class ChunkEngine:
         if self.join == 'append' or not self._chunk_steps:
             return self.join
         latency = self.latency.planning_latency()
-        if latency is None:
-            return 'aligned'
-        return 'append' if latency >= self._chunk_seconds() else 'aligned'
+        if latency is None or latency < self._chunk_seconds():
+            return self.join
+        return 'append'
 
     def aligned_delay(self) -> float:
         """
@@ -221,7 +217,8 @@ class ChunkEngine:
         A request fires when the coverage left is the lead (L + one period) and a chunk
         delayed by d covers until capture + d + C, so requests start every d + C - lead
         seconds; k of them in flight keep up while that is at least L / k, hence
-        d = max(0, lead + L/k - C), which is 0 while L <= k*(C - period)/(k+1).
+        d = max(0, lead + L/k - C), which is 0 while L <= k*(C - period)/(k+1). 'rtc' delays
+        the same way: its prefix then starts that much after the observation.
         """
         lead = self.lead_time()
         if lead is None or not self._chunk_steps:
@@ -279,31 +276,61 @@ class ChunkEngine:
         self._next_ticket += 1
         self._inflight[ticket] = capture_time
         self.stats.requests += 1
+        lead = self.lead_time()
+        if self._prefixes is not None and lead is not None and self.active_join == 'rtc':
+            # The plan's next d actions from where the chunk will start, as they will be sent
+            # to the arm (blended or not).
+            sent = self._prefixes.record(
+                ticket, self.stats.actions, (s.values for s in self._plan),
+                delay_steps(lead, self.period), round(self.aligned_delay() / self.period),
+                self.smooth_seam, self._chunk_steps, self.stats.action_space, self._chunk_hz)
+            self.stats.prefixes_sent += sent is not None
         return ticket
+
+    def request_options(self, ticket: int) -> dict[str, Any]:
+        """Return the options a request carries beyond the driver's: its RTC prefix, if any."""
+        sent = self.sent_prefix(ticket)
+        return sent.options() if sent is not None else {}
+
+    def sent_prefix(self, ticket: int) -> SentPrefix | None:
+        """Return the RTC prefix a request in flight carries (None: none)."""
+        return self._prefixes.sent(ticket) if self._prefixes is not None else None
 
     def request_failed(self, ticket: int) -> None:
         """Record that a request ended without a chunk."""
+        if self._prefixes is not None:
+            self._prefixes.pop(ticket)
         if self._inflight.pop(ticket, None) is not None:
             self.stats.failed_requests += 1
         self._release_parked(self._now)
 
     def chunk_arrived(self, ticket: int, chunk: ActionChunk, now: float, *,
-                      server_ms: float | None = None, replace: bool = False) -> bool:
+                      server_ms: float | None = None, replace: bool = False,
+                      prefix_report: Any = None) -> bool:
         """
         Join a chunk into the plan; False when it is stale (a newer plan is already in).
 
         In append mode a chunk that overtook an older request waits (parked) for it, so chunks
         play in observation order and none is wasted. `replace` installs it as the whole plan
-        whatever the join mode (predict()'s semantics).
+        whatever the join mode (predict()'s semantics). `prefix_report` is the answer's account
+        of the RTC prefix it used (Prediction.rtc); none, for a request that carried one, means
+        the server ignored it.
         """
         capture = self._inflight.pop(ticket, None)
         if capture is None:
             raise ValueError(f'unknown request ticket {ticket}')
+        sent = self._prefixes.pop(ticket) if self._prefixes is not None else None
+        if sent is not None and not honoured(prefix_report):
+            self._fall_back(ticket)
+            sent = None
         if ticket < self._newest_applied:
             self.stats.stale_chunks += 1
             self._release_parked(now)
             return False
-        arrival = _Arrival(chunk, capture, now, server_ms)
+        tolerance = self.prefix_tolerance
+        if sent is not None and measure_prefix(self.stats, chunk, sent, tolerance):
+            self._say(violation_message(sent.gap(chunk.steps), tolerance))
+        arrival = _Arrival(chunk, capture, now, server_ms, sent)
         if self.active_join == 'append' and not replace and \
                 any(t < ticket for t in self._inflight):
             self._parked[ticket] = arrival
@@ -339,6 +366,8 @@ class ChunkEngine:
         self._last_values = step.values
         self._last_chunk = step.chunk
         self.stats.actions += 1
+        if self._prefixes is not None:
+            self._prefixes.note_played(self.stats.actions, step.values)
         self.stats.obs_ages.append(max(0.0, now - step.capture_time))
         return step
 
@@ -362,6 +391,8 @@ class ChunkEngine:
         self._plan.clear()
         self._inflight.clear()
         self._parked.clear()
+        if self._prefixes is not None:
+            self._prefixes.clear()
         self._newest_applied = self._next_ticket - 1
         self._starved_since = None
 
@@ -387,7 +418,13 @@ class ChunkEngine:
         steps = [PlannedStep(list(v), list(v), ticket, i, capture)
                  for i, v in enumerate(chunk.steps)]
         join = self.active_join
-        if replace or not self._plan and join == 'append':
+        # An answer that continues what played since its observation joins at the step due
+        # next, whatever the join in force has become meanwhile (a long wait makes it 'append').
+        joined = self._rtc_join(steps, arrival.prefix, now) if arrival.prefix and not replace \
+            else None
+        if joined is not None:
+            self._plan = joined
+        elif replace or not self._plan and join == 'append':
             self._count_join('replaced' if replace else 'started')
             self.stats.dropped_steps += len(self._plan)
             self._plan = deque(steps)
@@ -461,6 +498,51 @@ class ChunkEngine:
         # A delayed join whose old plan ends first starts when it ends: no gap, and fresher.
         return deque(keep) + self._retime(steps[first:], first, min(due, kept_end))
 
+    def _rtc_join(self, steps: list[PlannedStep], sent: SentPrefix,
+                  now: float) -> 'deque[PlannedStep] | None':
+        """
+        Join an answer to a prefix at the step that plays next: drop the steps played since.
+
+        None when what played since its observation was not the prefix (the aligned join then
+        takes it). The plan it replaces is dropped at once, as LeRobot's RTC queue does; its
+        steps are the model's own continuation, never blended, unless it came late.
+        """
+        assert self._prefixes is not None
+        played = self._prefixes.join_index(sent, self.stats.actions,
+                                           (s.values for s in self._plan))
+        if played is None:
+            return None
+        if played >= len(steps):
+            self._count_join('past')
+            self.stats.dropped_steps += len(steps)
+            return self._plan
+        self._count_join('rtc')
+        # Later than its prefix ran out, the answer continues from a point the arm has passed:
+        # a seam like any other, which the configured blend may ramp (absolute spaces).
+        late = played > len(sent.rows)
+        self.stats.rtc_late_joins += late
+        for step in steps:
+            step.rtc = not late
+        # A delayed join: the plan's steps before the prefix play first, then the chunk.
+        keep = [self._plan.popleft() for _ in range(min(-played, len(self._plan)))]
+        self.stats.max_join_delay_s = max(self.stats.max_join_delay_s,
+                                          sent.skip * self.period)
+        self.stats.dropped_steps += len(self._plan)
+        start = now + len(keep) * self.period
+        return deque(keep) + self._retime(steps[max(0, played):], max(0, played), start)
+
+    def _fall_back(self, ticket: int) -> None:
+        """Join as 'aligned' from now on: the server answered a prefix without using it."""
+        self.join = 'aligned'
+        self._prefixes = None
+        self.stats.rtc_fallback = True
+        self._say(fallback_message(ticket, self.smooth_seam, self.blend))
+
+    def _say(self, message: str) -> None:
+        self.warnings.append(message)
+        if self._warn:
+            warnings.warn(message, RuntimeWarning, stacklevel=4)
+
     def _join_index(self, steps: list[PlannedStep], aligned: int,
                     reference: list[float] | None) -> int:
         """On absolute spaces the step nearest the action before, up to the aligned one."""
@@ -504,7 +586,7 @@ class ChunkEngine:
         jump = max(abs(a - b) for a, b in zip(first.raw, last, strict=False))
         previous = self.stats.max_seam_jump
         self.stats.max_seam_jump = jump if previous is None else max(previous, jump)
-        if self.smooth_seam <= 0 or not is_absolute_space(self.stats.action_space):
+        if self.smooth_seam <= 0 or first.rtc or not is_absolute_space(self.stats.action_space):
             return
         ramp = [first] + [s for s in list(self._plan)[:self.smooth_seam - 1]
                           if s.chunk == first.chunk]
@@ -516,7 +598,7 @@ class ChunkEngine:
 
     def _check_configuration(self, chunk: ActionChunk) -> None:
         """Warn once, with the numbers, when this set-up cannot keep the arm moving."""
-        if self.warnings or not self.prefetch or len(self.latency) < 5:
+        if self._configuration_warned or not self.prefetch or len(self.latency) < 5:
             return
         p99 = self.latency.q(0.99) or 0.0
         chunk_s = len(chunk.steps) * self.period
@@ -531,14 +613,20 @@ class ChunkEngine:
                           f'joins play up to {self.aligned_delay():.3f}s behind their '
                           'capture while that lasts; raise max_inflight to stay aligned'
                           + _QUEUEING_CAVEAT))
+        elif self.join == 'rtc' and p99 > k * chunk_s / (k + 1):
+            message = (f'real-time chunking with max_inflight={k} cannot keep up: p99 latency '
+                       f'{p99:.3f}s > {k} x chunk {chunk_s:.3f}s / {k + 1}; '
+                       + ('chunks are appended whole, with no prefix, while that lasts'
+                          if p99 >= chunk_s else
+                          f'joins play up to {self.aligned_delay():.3f}s behind their capture '
+                          'while that lasts; raise max_inflight' + _QUEUEING_CAVEAT))
         elif self.join == 'append' and p99 > chunk_s * self.max_inflight:
             message = (f'append joining with max_inflight={self.max_inflight} cannot keep up: '
                        f'p99 latency {p99:.3f}s > {self.max_inflight} x chunk {chunk_s:.3f}s; '
                        'raise max_inflight' + _QUEUEING_CAVEAT)
         if message:
-            self.warnings.append(message)
-            if self._warn:
-                warnings.warn(message, RuntimeWarning, stacklevel=3)
+            self._configuration_warned = True
+            self._say(message)
 
 
 def _nearest(steps: list[PlannedStep], reference: list[float]) -> int:
@@ -557,55 +645,3 @@ def _nearest(steps: list[PlannedStep], reference: list[float]) -> int:
         if jump < best_jump:
             best, best_jump = step.index, jump
     return best
-
-
-def summarize(values: Sequence[float]) -> tuple[float | None, float | None]:
-    """(p50, max) of a series, or (None, None) when empty."""
-    return (quantile(values, 0.5), max(values)) if values else (None, None)
-
-
-@dataclass
-class EngineReport:
-    """What an engine measured, in RunOutcome's field names (run() and the node share it)."""
-
-    chunks: int
-    underruns: int
-    underrun_s: float
-    longest_underrun_s: float
-    moving_fraction: float
-    requests: int
-    failed_requests: int
-    stale_chunks: int
-    dropped_steps: int
-    blended_steps: int
-    max_seam_jump: float | None
-    action_space: str | None
-    latency_p50_s: float | None
-    latency_p95_s: float | None
-    latency_p99_s: float | None
-    server_inference_p50_ms: float | None
-    obs_age_p50_s: float | None
-    obs_age_max_s: float | None
-
-
-def report(engine: ChunkEngine, commanded_actions: int) -> EngineReport:
-    """
-    Summarize an engine's run; `commanded_actions` are those that really went out.
-
-    The moving fraction is commanded time over commanded plus underrun time.
-    """
-    stats = engine.stats
-    commanded = commanded_actions * engine.period
-    latencies = list(stats.latencies)
-    age_p50, age_max = summarize(list(stats.obs_ages))
-    return EngineReport(
-        chunks=stats.chunks, underruns=stats.underruns, underrun_s=stats.underrun_s,
-        longest_underrun_s=stats.longest_underrun_s,
-        moving_fraction=commanded / (commanded + stats.underrun_s) if commanded else 0.0,
-        requests=stats.requests, failed_requests=stats.failed_requests,
-        stale_chunks=stats.stale_chunks, dropped_steps=stats.dropped_steps,
-        blended_steps=stats.blended_steps, max_seam_jump=stats.max_seam_jump,
-        action_space=stats.action_space, latency_p50_s=quantile(latencies, 0.5),
-        latency_p95_s=quantile(latencies, 0.95), latency_p99_s=quantile(latencies, 0.99),
-        server_inference_p50_ms=quantile(list(stats.server_inference_ms), 0.5),
-        obs_age_p50_s=age_p50, obs_age_max_s=age_max)

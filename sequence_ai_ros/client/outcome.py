@@ -42,6 +42,12 @@ class RunOutcome:
     server_inference_p50_ms: float | None = None
     obs_age_p50_s: float | None = None
     obs_age_max_s: float | None = None
+    # join='rtc': requests that carried a prefix, the largest departure of an answer from its
+    # prefix, answers beyond the tolerance, and whether an ignoring server made it 'aligned'.
+    prefixes_sent: int = 0
+    max_prefix_error: float | None = None
+    prefix_violations: int = 0
+    rtc_fallback: bool = False
 
     def __repr__(self) -> str:
         stall = f', {self.underruns} underruns ({self.underrun_s:.2f}s)' if self.underruns else ''

@@ -206,7 +206,7 @@ class Policy:
         prefetch     request the next chunk while this one plays (False: refill when empty)
         startup_timeout_s  wait out a warming worker, but only before the first action
         smooth_seam  ramp N steps of each new chunk out of the last action (absolute spaces)
-        join         'append' (the seed's) or 'aligned' (step i at capture + i/hz)
+        join         'append' (the seed's), 'aligned' (step i at capture + i/hz) or 'rtc' (RTC)
         max_inflight requests allowed in flight when latency says one is not enough
         seam_blend   'linear' (the seed's ramp) or 'min_jerk'
         retries      transient failures (connection lost, timeout, 5xx, malformed answer)

@@ -86,7 +86,9 @@ class ActionStream:
     def start(self, source: ObservationSource, capture_time: float) -> int:
         """Send one request in the background for an observation captured at capture_time."""
         ticket = self.engine.request_started(capture_time)
-        future = self._pool.submit(self._call, source, dict(self._options))
+        # The engine's own options (join='rtc': the prefix) go with the driver's.
+        options = dict(self._options, **self.engine.request_options(ticket))
+        future = self._pool.submit(self._call, source, options)
 
         def arrived(_: 'Future[Prediction]', ticket: int = ticket) -> None:
             with self._lock:
@@ -116,7 +118,8 @@ class ActionStream:
             server_ms = prediction.perf.get('inference_ms')
             applied = self.engine.chunk_arrived(
                 ticket, prediction.action_chunk, arrival,
-                server_ms=server_ms if isinstance(server_ms, (int, float)) else None)
+                server_ms=server_ms if isinstance(server_ms, (int, float)) else None,
+                prefix_report=prediction.rtc)
             if applied:
                 joined += 1
                 self.last_prediction = prediction

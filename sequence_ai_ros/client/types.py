@@ -12,11 +12,18 @@ MAX_CHUNK_STEPS = 10_000
 MAX_ACTION_DIM = 256
 # Action spaces whose numbers are positions; only these may be blended across a seam.
 ABSOLUTE_MARKERS = ('absolute', 'position', 'joint_pos')
+VELOCITY_MARKERS = ('velocity', '_vel')
 
 
 def is_absolute_space(action_space: str | None) -> bool:
     """Return True when actions are absolute targets rather than increments or rates."""
     return any(m in (action_space or '').lower() for m in ABSOLUTE_MARKERS)
+
+
+def is_velocity_space(action_space: str | None) -> bool:
+    """Return True when actions are rates (per second) rather than positions or increments."""
+    space = (action_space or '').lower()
+    return not is_absolute_space(space) and any(m in space for m in VELOCITY_MARKERS)
 
 
 @dataclass
@@ -145,7 +152,13 @@ class ActionChunk:
 
 @dataclass
 class Prediction:
-    """One /v1/act answer with the gateway's accounting: perf (server timings), usage, warnings."""
+    """
+    One /v1/act answer with the gateway's accounting: perf (server timings), usage, warnings.
+
+    `rtc` is the server's account of the real-time-chunking prefix it used (the local
+    gateway's `{"prefix_steps", "inference_delay_steps", "execution_horizon"}`), None when
+    the answer has none: the request carried no prefix, or the server ignored it.
+    """
 
     id: str  # noqa: A003 (the wire name; renaming it would break the public API)
     model: str
@@ -153,6 +166,7 @@ class Prediction:
     perf: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    rtc: dict[str, Any] | None = None
 
     @classmethod
     def from_wire(cls, body: Any) -> 'Prediction':
@@ -163,6 +177,7 @@ class Prediction:
         perf = body.get('perf')
         usage = body.get('usage')
         warnings = body.get('warnings')
+        rtc = body.get('rtc')
         return cls(
             id=str(body.get('id', '')),
             model=str(body.get('model', '')),
@@ -170,6 +185,7 @@ class Prediction:
             perf=perf if isinstance(perf, dict) else {},
             usage=usage if isinstance(usage, dict) else {},
             warnings=[str(w) for w in warnings] if isinstance(warnings, list) else [],
+            rtc=rtc if isinstance(rtc, dict) else None,
         )
 
 

@@ -17,6 +17,7 @@ import time
 from types import FrameType
 from typing import Any, TextIO
 
+from sequence_ai_ros.client.engine import JOIN_MODES
 from sequence_ai_ros.gateway.catalogue import load_catalogue, ModelProfile
 from sequence_ai_ros.gateway.config import SCENARIOS
 from sequence_ai_ros.gateway.process import GatewayProcess
@@ -37,7 +38,6 @@ from .processes import ChildProcess, random_domain_id, ros_environment
 DEFAULT_MODEL = 'pi05-droid'
 DEFAULT_TIME_SCALE = 0.25
 DEFAULT_OUT = 'demo-out/demo.png'
-JOIN_MODES = ('append', 'aligned')
 CONTROLLERS_FILE = 'ros2_control/panda_controllers.yaml'
 # Model seconds of motion when --actions is not given: enough to reach the target from home
 # and settle there, short enough that the whole demo takes well under two minutes.

@@ -24,7 +24,8 @@ from .errors import ApiError, JsonReply, redact
 from .fifo_gate import FifoGate
 from .keys import KeyLedger
 from .latency import LatencySampler
-from .policy_api import check_output, Policy, PolicyError
+from .policy_api import check_output, honours_prefix, Policy, PolicyError
+from .prefix import PREFIX_OPTION, REPORT_KEY
 from .stats import MODEL_SCOPE_KEY
 from .validation import ActRequest, lookup_model, parse_json, validate_act
 from .warmth import Warmth
@@ -105,12 +106,22 @@ class ActService:
         finally:
             self.warmth.end(profile.id)
         inference_ms = max(latency_s, compute_s) * 1000.0
-        return JsonReply(self._reply(profile, call, rows, call.warnings + warnings,
-                                     inference_ms, inference_ms + decode_s * 1000.0))
+        reply = self._reply(profile, call, rows, call.warnings + warnings, inference_ms,
+                            inference_ms + decode_s * 1000.0)
+        if call.prefix is not None:
+            # The answer says which prefix it used, so a client can tell it was not ignored.
+            if honours_prefix(self.policies[profile.id]):
+                reply[REPORT_KEY] = call.prefix.report()
+            else:
+                reply['warnings'].append(f'{PREFIX_OPTION}: policy {self.policy_name} does not '
+                                         'honour real-time-chunking prefixes; it was ignored')
+        return JsonReply(reply)
 
     def _infer(self, profile: ModelProfile, call: ActRequest,
                rng: np.random.Generator) -> tuple[np.ndarray, list[str]]:
         options = dict(call.options, action_horizon=call.horizon, seed=call.seed)
+        if call.prefix is not None:
+            options.update(call.prefix.options())
         try:
             result = self.policies[profile.id].act(call.observation(), options, rng)
             return check_output(result, call.horizon, profile.action_dim, self.policy_name)

@@ -8,12 +8,19 @@ call is `policy.act(observation, options, rng)` on a worker thread, where
   'proprioception': {'joint_positions': [...], optional 'joint_velocities',
   'end_effector_pose', 'gripper'}, 'instruction': str}`;
 - `options` is `{'action_horizon': n, 'seed': int | None, ...}` plus any other option keys
-  the request carried;
+  the request carried; a real-time-chunking request's are checked first (prefix.py) and
+  given as `'action_prefix'` (a float array, rows x action_dim), `'inference_delay_steps'`
+  and `'execution_horizon'` (ints);
 - `rng` is a `numpy.random.Generator`, seeded from the request's `seed` when it has one;
 
 and it returns `n` rows of `profile.action_dim` finite numbers in `profile.action_space`, or
 a tuple `(rows, warnings)` with a list of strings for the response's `warnings`. Step 0 is
 the action for the moment the observation was taken. Anything else is answered 500.
+
+A policy that honours the prefix (returns its first `min(d, rows)` rows as they are and
+continues from where they end) says so with a class attribute `honours_prefix = True`; only
+then does the answer report the prefix as used (its `rtc` key). Any other policy's answers
+carry a warning instead, and a client falls back from real-time chunking.
 """
 
 from collections.abc import Callable, Sequence
@@ -38,6 +45,11 @@ PolicyFactory = Callable[[ModelProfile], Policy]
 
 class PolicyError(RuntimeError):
     """The policy misbehaved; the message is the 500 response's detail."""
+
+
+def honours_prefix(policy: Policy) -> bool:
+    """Whether a policy declares that it honours real-time-chunking prefixes."""
+    return getattr(policy, 'honours_prefix', False) is True
 
 
 def load_factory(spec: str) -> PolicyFactory:

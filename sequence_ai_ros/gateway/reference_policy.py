@@ -13,6 +13,11 @@
 # error seen is applied on top of the one before, and the arm rings or drifts. Each covers
 # CHUNK_SHARE of it instead; with chunk k planned from the error before chunk k - 1 played,
 # e[k + 1] = e[k] - share * e[k - 1], critically damped at share 1/4 (a double root at 1/2).
+#
+# With a real-time-chunking prefix (prefix.py) the chunk starts with the prefix's frozen rows,
+# within a tenth of the sampling noise, and plans the rest from where they end: the plan's
+# joint steps are blended with the prefix's (its rows while it has them, then its last step)
+# under RTC's soft mask up to the execution horizon, so the join keeps position and velocity.
 
 from typing import Any
 
@@ -20,8 +25,9 @@ import numpy as np
 from sequence_ai_ros import arm_model
 
 from .catalogue import ModelProfile
+from .prefix import DELAY_OPTION, HORIZON_OPTION, PREFIX_OPTION, prefix_weights
 from .scene import read_scene
-from .spaces import to_action_space
+from .spaces import from_action_space, to_action_space
 
 MAX_JOINT_SPEED = 0.6  # rad/s of model time
 MAX_TOOL_SPEED = 0.3  # m/s of model time
@@ -34,6 +40,7 @@ GRASP_RADIUS = 0.03
 GRIPPER_SPEED = 2.0  # full stroke per 0.5 s of model time
 NOISE_SIGMA = 0.003  # rad
 NOISE_CORRELATION = 0.8  # step to step, so the noise is smooth rather than jitter
+PREFIX_NOISE_SHARE = 0.1  # of the noise, on the prefix's frozen rows
 JACOBIAN_EVERY = 4  # steps; it changes little over 4 capped steps and costs 0.3 ms each
 INTEGRATING_SPACES = ('joint_delta', 'joint_velocity')
 
@@ -109,7 +116,9 @@ def plan_reach(q0: np.ndarray, gripper0: float, goal: np.ndarray, steps: int,
 
 
 class ReferencePolicy:
-    """Serves one profile; see policy_api for the interface."""
+    """Serves one profile; see policy_api for the interface. Honours RTC prefixes."""
+
+    honours_prefix = True
 
     def __init__(self, profile: ModelProfile) -> None:
         self.profile = profile
@@ -124,18 +133,59 @@ class ReferencePolicy:
         gripper0 = 0.0 if gripper is None else min(1.0, max(0.0, float(gripper)))
         frame = observation['images'].get('exterior_1')
         scene = read_scene(frame) if frame is not None else None
+        goal, warnings = None, []
         if scene is None or scene.target_xy is None:
-            targets = np.repeat(q0[None, :], steps + 1, axis=0)
-            grip = np.full(steps, gripper0)
             problem = scene.problem if scene is not None else 'no exterior_1 frame'
             warnings = [f'{problem}: holding position']
         else:
             goal = np.array([*scene.target_xy, arm_model.HOVER_Z])
-            integrating = self.profile.action_space in INTEGRATING_SPACES
-            targets, grip = plan_reach(q0, gripper0, goal, steps, 1.0 / self.profile.native_hz,
-                                       integrating)
-            targets[1:] = arm_model.clamp_to_limits(
-                targets[1:] + chunk_noise(rng, steps, q0.size))
-            warnings = []
-        rows = to_action_space(self.profile.action_space, targets, grip, self.profile.control_hz)
-        return rows, warnings
+        return self.chunk(q0, gripper0, goal, steps, options, rng), warnings
+
+    def chunk(self, q0: np.ndarray, gripper0: float, goal: np.ndarray | None, steps: int,
+              options: dict[str, Any], rng: np.random.Generator) -> np.ndarray:
+        """Return the rows for arm state q0 and a goal seen (None: none), given the options."""
+        prefix = options.get(PREFIX_OPTION)
+        if prefix is None:
+            targets, grip = self._plan(q0, gripper0, goal, steps, rng)
+        else:
+            targets, grip = self._continue(np.asarray(prefix, dtype=float), q0, gripper0, goal,
+                                           steps, int(options[DELAY_OPTION]),
+                                           int(options[HORIZON_OPTION]), rng)
+        return to_action_space(self.profile.action_space, targets, grip, self.profile.control_hz)
+
+    def _plan(self, q0: np.ndarray, gripper0: float, goal: np.ndarray | None, steps: int,
+              rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """Plan `steps` steps from q0 toward the goal (stand still without one), with noise."""
+        if goal is None:
+            return np.repeat(q0[None, :], steps + 1, axis=0), np.full(steps, gripper0)
+        integrating = self.profile.action_space in INTEGRATING_SPACES
+        targets, grip = plan_reach(q0, gripper0, goal, steps, 1.0 / self.profile.native_hz,
+                                   integrating)
+        targets[1:] = arm_model.clamp_to_limits(targets[1:] + chunk_noise(rng, steps, q0.size))
+        return targets, grip
+
+    def _continue(self, prefix: np.ndarray, q0: np.ndarray, gripper0: float,
+                  goal: np.ndarray | None, steps: int, delay: int, horizon: int,
+                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """Return the prefix's frozen rows, then a plan from where they end, blended into."""
+        known, known_grip = from_action_space(self.profile.action_space, prefix, q0,
+                                              self.profile.control_hz)
+        frozen = min(delay, len(prefix))
+        start_grip = float(known_grip[frozen - 1]) if frozen else gripper0
+        own, own_grip = self._plan(known[frozen], start_grip, goal, steps - frozen, rng)
+        own_steps, known_steps = np.diff(own, axis=0), np.diff(known, axis=0)
+        guide, guide_grip = own_steps.copy(), own_grip.copy()
+        for j in range(steps - frozen):
+            # The prefix's own rows while it has them, then its last frozen step carried on.
+            source = frozen + j if frozen + j < len(prefix) else frozen - 1
+            if source >= 0:
+                guide[j], guide_grip[j] = known_steps[source], known_grip[source]
+        weight = prefix_weights(frozen, horizon, steps)[frozen:]
+        blended = weight[:, None] * guide + (1.0 - weight[:, None]) * own_steps
+        planned = arm_model.clamp_to_limits(known[frozen] + np.cumsum(blended, axis=0))
+        kept = known[1:frozen + 1]
+        if frozen:
+            kept = kept + PREFIX_NOISE_SHARE * chunk_noise(rng, frozen, q0.size)
+        grip = np.concatenate([known_grip[:frozen],
+                               weight * guide_grip + (1.0 - weight) * own_grip])
+        return np.vstack([q0, kept, planned]), grip

@@ -5,7 +5,7 @@ A plan is `targets` (n + 1 joint vectors, row 0 the joints at capture time, row 
 the arm should be one control period after step i) and the gripper per step. Step i is then:
 absolute/position spaces: row i + 1; delta: row i + 1 - row i; velocity: that delta times the
 served control rate (rad/s of wall time at the current --time-scale). The gripper is absolute
-in every space.
+in every space. `from_action_space` is the inverse: the joint targets a run of actions reaches.
 """
 
 import numpy as np
@@ -24,3 +24,18 @@ def to_action_space(space: str, targets: np.ndarray, gripper: np.ndarray,
     else:
         raise ValueError(f'unsupported action space {space!r}')
     return np.column_stack([joints, gripper])
+
+
+def from_action_space(space: str, rows: np.ndarray, q0: np.ndarray,
+                      control_hz: float) -> tuple[np.ndarray, np.ndarray]:
+    """Return the joint targets (n + 1 rows, row 0 = q0) and gripper that `rows` amount to."""
+    joints, gripper = rows[:, :q0.size], rows[:, q0.size]
+    if space in ('joint_absolute', 'joint_position'):
+        return np.vstack([q0, joints]), gripper
+    if space == 'joint_delta':
+        steps = joints
+    elif space == 'joint_velocity':
+        steps = joints / control_hz
+    else:
+        raise ValueError(f'unsupported action space {space!r}')
+    return np.vstack([q0, q0 + np.cumsum(steps, axis=0)]), gripper

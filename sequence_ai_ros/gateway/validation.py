@@ -12,7 +12,6 @@ read; a real observation holds about a hundred values and five levels.
 
 from dataclasses import dataclass, field
 import json
-import math
 import re
 from typing import Any
 
@@ -20,9 +19,12 @@ from PIL import Image
 
 from .catalogue import Catalogue, ModelProfile
 from .errors import ApiError, shown
+from .fields import int_option, invalid, json_object, kind, number, numbers
 from .images import decode_frame, ImageError
+from .prefix import OPTIONS as PREFIX_OPTIONS
+from .prefix import parse_prefix, Prefix
 
-KNOWN_OPTIONS = ('action_horizon', 'seed', 'robot')
+KNOWN_OPTIONS = ('action_horizon', 'seed', 'robot', *PREFIX_OPTIONS)
 _REQUEST_KEYS = ('model', 'observation')
 MAX_JSON_VALUES = 10_000
 MAX_JSON_DEPTH = 64
@@ -49,6 +51,7 @@ class ActRequest:
     seed: int | None
     options: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    prefix: Prefix | None = None  # real-time chunking: the actions that play meanwhile
 
     def observation(self) -> dict[str, Any]:
         """Return the observation a policy plug-in receives (frames decoded to RGB images)."""
@@ -62,26 +65,6 @@ class ActRequest:
             'proprioception': proprioception,
             'instruction': self.instruction,
         }
-
-
-def _invalid(detail: str) -> ApiError:
-    return ApiError(422, detail)
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return 'null'
-    if isinstance(value, bool):
-        return 'a boolean'
-    if isinstance(value, float) and not math.isfinite(value):
-        return repr(value).replace('inf', 'Infinity').replace('nan', 'NaN')
-    if isinstance(value, (int, float)):
-        return 'a number'
-    if isinstance(value, str):
-        return 'a string'
-    if isinstance(value, list):
-        return 'an array'
-    return 'an object'
 
 
 def _escaped(text: str, start: int, quote: int) -> bool:
@@ -166,7 +149,7 @@ def parse_json(body: bytes | bytearray) -> dict[str, Any]:
     except ValueError as exc:
         raise ApiError(400, f'request body is not valid JSON: {exc}') from None
     if not isinstance(payload, dict):
-        raise ApiError(400, f'request body must be a JSON object, got {_kind(payload)}')
+        raise ApiError(400, f'request body must be a JSON object, got {kind(payload)}')
     return payload
 
 
@@ -174,7 +157,7 @@ def lookup_model(payload: dict[str, Any], catalogue: Catalogue) -> ModelProfile:
     """Find the profile the request names, else ApiError 422 (no model) or 404 (unknown model)."""
     model = payload.get('model')
     if not isinstance(model, str) or not model:
-        raise _invalid(f'model: expected a model id string, got {_kind(model)}')
+        raise invalid(f'model: expected a model id string, got {kind(model)}')
     profile = catalogue.get(model)
     if profile is None:
         known = ', '.join(p.id for p in catalogue.profiles)
@@ -182,67 +165,30 @@ def lookup_model(payload: dict[str, Any], catalogue: Catalogue) -> ModelProfile:
     return profile
 
 
-def _number(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _invalid(f'{where}: expected a finite number, got {_kind(value)}')
-    try:
-        result = float(value)
-    except OverflowError:  # an integer literal beyond float range
-        result = math.inf if value > 0 else -math.inf
-    if not math.isfinite(result):
-        raise _invalid(f'{where}: expected a finite number, got {_kind(result)}')
-    return result
-
-
-def _numbers(value: Any, where: str, count: int | None = None) -> list[float]:
-    if not isinstance(value, list):
-        wanted = f'{count} numbers' if count is not None else 'an array of numbers'
-        raise _invalid(f'{where}: expected {wanted}, got {_kind(value)}')
-    if count is not None and len(value) != count:
-        raise _invalid(f'{where}: expected {count} numbers, got {len(value)}')
-    return [_number(v, f'{where}[{i}]') for i, v in enumerate(value)]
-
-
-def _object(value: Any, where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _invalid(f'{where}: expected an object, got {_kind(value)}')
-    return value
-
-
-def _int_option(value: Any, where: str, low: int, high: int | None) -> int:
-    in_range = f'between {low} and {high}' if high is not None else f'>= {low}'
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _invalid(f'{where}: expected an integer {in_range}, got {_kind(value)}')
-    if value < low or (high is not None and value > high):
-        shown = value if abs(value) < 10 ** 18 else 'a larger one'
-        raise _invalid(f'{where}: expected an integer {in_range}, got {shown}')
-    return value
-
-
 def _images(value: Any, profile: ModelProfile, request: dict[str, Any]) -> None:
     if not isinstance(value, list):
-        raise _invalid(f'observation.images: expected an array of frames, got {_kind(value)}')
+        raise invalid(f'observation.images: expected an array of frames, got {kind(value)}')
     for i, frame in enumerate(value):
         where = f'observation.images[{i}]'
-        frame = _object(frame, where)
+        frame = json_object(frame, where)
         view = frame.get('view')
         if not isinstance(view, str):
-            raise _invalid(f'{where}.view: expected a camera view name, got {_kind(view)}')
+            raise invalid(f'{where}.view: expected a camera view name, got {kind(view)}')
         if view not in profile.camera_views:
-            raise _invalid(f'{where}.view: {shown(view)} is not a camera view of '
-                           f'{profile.name}; expected one of {", ".join(profile.camera_views)}')
+            raise invalid(f'{where}.view: {shown(view)} is not a camera view of '
+                          f'{profile.name}; expected one of {", ".join(profile.camera_views)}')
         if view in request['images']:
-            raise _invalid(f'{where}.view: {shown(view)} appears more than once')
+            raise invalid(f'{where}.view: {shown(view)} appears more than once')
         stamp = frame.get('timestamp_ms')
         if stamp is not None:
-            stamp = int(_number(stamp, f'{where}.timestamp_ms'))
+            stamp = int(number(stamp, f'{where}.timestamp_ms'))
         data = frame.get('data')
         if not isinstance(data, str):
-            raise _invalid(f'{where}.data: expected a base64 string, got {_kind(data)}')
+            raise invalid(f'{where}.data: expected a base64 string, got {kind(data)}')
         try:
             image, size = decode_frame(data)
         except ImageError as exc:
-            raise _invalid(f'{where}.data: {exc}') from None
+            raise invalid(f'{where}.data: {exc}') from None
         request['images'][view], request['image_sizes'][view] = image, size
         request['timestamps_ms'][view] = stamp
         if size != profile.image_size:
@@ -258,42 +204,43 @@ def validate_act(payload: dict[str, Any], profile: ModelProfile) -> ActRequest:
 
     Runs off the event loop: it decodes every frame.
     """
-    observation = _object(payload.get('observation'), 'observation')
+    observation = json_object(payload.get('observation'), 'observation')
     fields: dict[str, Any] = {'images': {}, 'image_sizes': {}, 'timestamps_ms': {},
                               'warnings': []}
     if 'images' not in observation:
-        raise _invalid('observation.images: required (an array of frames, may be empty)')
+        raise invalid('observation.images: required (an array of frames, may be empty)')
     _images(observation['images'], profile, fields)
-    prop = _object(observation.get('proprioception'), 'observation.proprioception')
+    prop = json_object(observation.get('proprioception'), 'observation.proprioception')
     where = 'observation.proprioception'
     if prop.get('joint_positions') is None:
-        raise _invalid(f'{where}.joint_positions: required ({profile.joint_count} numbers)')
-    joints = _numbers(prop['joint_positions'], f'{where}.joint_positions', profile.joint_count)
+        raise invalid(f'{where}.joint_positions: required ({profile.joint_count} numbers)')
+    joints = numbers(prop['joint_positions'], f'{where}.joint_positions', profile.joint_count)
     velocities = prop.get('joint_velocities')
     if velocities is not None:
-        velocities = _numbers(velocities, f'{where}.joint_velocities', profile.joint_count)
+        velocities = numbers(velocities, f'{where}.joint_velocities', profile.joint_count)
     pose = prop.get('end_effector_pose')
     if pose is not None:
-        pose = _numbers(pose, f'{where}.end_effector_pose')
+        pose = numbers(pose, f'{where}.end_effector_pose')
     gripper = prop.get('gripper')
     if gripper is not None:
-        gripper = _number(gripper, f'{where}.gripper')
+        gripper = number(gripper, f'{where}.gripper')
     instruction = observation.get('instruction', '')
     if instruction is None:
         instruction = ''
     if not isinstance(instruction, str):
-        raise _invalid(f'observation.instruction: expected a string, got {_kind(instruction)}')
+        raise invalid(f'observation.instruction: expected a string, got {kind(instruction)}')
 
     horizon = profile.action_horizon
     if payload.get('action_horizon') is not None:
-        horizon = _int_option(payload['action_horizon'], 'action_horizon', 1, horizon)
+        horizon = int_option(payload['action_horizon'], 'action_horizon', 1, horizon)
     seed = payload.get('seed')
     if seed is not None:
-        seed = _int_option(seed, 'seed', -(2 ** 63), 2 ** 63 - 1)
+        seed = int_option(seed, 'seed', -(2 ** 63), 2 ** 63 - 1)
     robot = payload.get('robot')
     if robot is not None and robot != profile.robot:
-        got = shown(robot) if isinstance(robot, str) else _kind(robot)
-        raise _invalid(f'robot: {profile.name} drives {profile.robot!r}, got {got}')
+        got = shown(robot) if isinstance(robot, str) else kind(robot)
+        raise invalid(f'robot: {profile.name} drives {profile.robot!r}, got {got}')
+    prefix = parse_prefix(payload, profile.action_dim, horizon)
     options = {k: v for k, v in payload.items() if k not in _REQUEST_KEYS}
     ignored = sorted(k for k in options if k not in KNOWN_OPTIONS)
     if ignored:
@@ -301,4 +248,4 @@ def validate_act(payload: dict[str, Any], profile: ModelProfile) -> ActRequest:
             f'options not used by the local gateway: {", ".join(shown(k) for k in ignored[:8])}')
     return ActRequest(profile=profile, joint_positions=joints, joint_velocities=velocities,
                       end_effector_pose=pose, gripper=gripper, instruction=instruction,
-                      horizon=horizon, seed=seed, options=options, **fields)
+                      horizon=horizon, seed=seed, options=options, prefix=prefix, **fields)

@@ -13,13 +13,13 @@ from typing import Any
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.exceptions import InvalidParameterTypeException, InvalidParameterValueException
 from rclpy.node import Node
+from sequence_ai_ros.client.engine import BLENDS as SEAM_BLENDS
+from sequence_ai_ros.client.engine import JOIN_MODES
 
 from .arm_output import FORWARD_VELOCITY, OUTPUT_MODES
 from .gripper import GRIPPER_INTERFACES
 
-JOIN_MODES = ('append', 'aligned')
 GRIPPER_ON_FAILURE = ('hold', 'continue')
-SEAM_BLENDS = ('linear', 'min_jerk')
 CAMERA_TRANSPORTS = ('raw', 'compressed')
 # Humble turns an empty-list default into a byte array; a placeholder keeps the type STRING_ARRAY.
 _UNSET = ['']
@@ -136,8 +136,10 @@ PARAMETERS: dict[str, tuple[Any, str, bool, dict[str, Any]]] = {
     'start_on_activate': (True, 'start an episode when activated (else call ~/start_episode)',
                           True, {}),
     'prefetch': (True, 'request the next chunk while this one plays', True, {}),
-    'join_mode': ('append', "'append' (play each chunk whole) or 'aligned' (step i at capture "
-                  '+ i/hz; late steps dropped)', True, {}),
+    'join_mode': ('append', "'append' (play each chunk whole), 'aligned' (step i at capture "
+                  "+ i/hz; late steps dropped) or 'rtc' (real-time chunking: each request "
+                  'carries the steps that will play before its answer, which continues them)',
+                  True, {}),
     'max_inflight': (2, 'requests in flight at most, used only when latency needs them', True,
                      _ints(1, 8)),
     'smooth_seam': (0, 'ramp this many steps of each new chunk out of the last command '
