@@ -36,6 +36,10 @@ NOT_SOURCE = ('.venv*', '.git', 'build', 'install', 'log', '__pycache__', '.*_ca
 # A terminal's Ctrl-C reaches the whole foreground process group; launch then signals each
 # child itself and escalates to SIGTERM after its sigterm_timeout (5 s), SIGKILL after 10.
 CTRL_C_TIMEOUT_S = 40.0
+PLACEHOLDER_KEY = 'local-gateway-auth-disabled'  # what the keyless local gateway accepts
+SCALE = '0.25'  # the gateway's and the sim arm's time scale in these tests
+COMMANDS = 'joint_trajectory_controller/joint_trajectory'  # the node's, relative
+UP_S = 60.0  # a node's start, configure and first chunk on two loaded cores
 
 
 def shared_dir() -> Path:
@@ -244,7 +248,7 @@ class Ros2Process:
 def ros2(args: list[str], env: dict[str, str], cwd: Path, expect: str, tries: int = 5,
          timeout_s: float = 60.0) -> str:
     """
-    Run `ros2 <args>` until its output holds `expect`; return that output.
+    Run `ros2 <args>` until its output matches the regex `expect`; return that output.
 
     A verb run right after a node started may not have discovered it yet (the wheelhouse's
     check.sh retries its --no-daemon verbs the same way); every try is bounded by timeout_s.
@@ -255,10 +259,39 @@ def ros2(args: list[str], env: dict[str, str], cwd: Path, expect: str, tries: in
             result = subprocess.run(['ros2', *args], env=env, cwd=cwd, capture_output=True,
                                     text=True, timeout=timeout_s)
             output = result.stdout + result.stderr
-            if result.returncode == 0 and expect in output:
+            if result.returncode == 0 and re.search(expect, output):
                 return output
         except subprocess.TimeoutExpired as exc:
             output = str(exc)
         time.sleep(1.0 + attempt)
     raise AssertionError(f'ros2 {" ".join(args)}: no {expect!r} in {tries} tries; last:\n'
                          f'{output[-3000:]}')
+
+
+def start(processes: list[Ros2Process], args: list[str], env: dict[str, str],
+          cwd: Path) -> Ros2Process:
+    """Start `ros2 <args>` and add it to `processes`, which the caller closes."""
+    proc = Ros2Process(args, env, cwd)
+    processes.append(proc)
+    return proc
+
+
+def sim_arm(processes: list[Ros2Process], env: dict[str, str], cwd: Path, namespace: str,
+            command_topic: str = '') -> Ros2Process:
+    """Start the simulated arm with `ros2 run` in `namespace`, commanded on `command_topic`."""
+    args = ['run', PACKAGE, 'sim_arm', '--ros-args', '-r', f'__ns:=/{namespace}',
+            '-p', f'time_scale:={SCALE}']
+    if command_topic:
+        args += ['-r', f'{COMMANDS}:={command_topic}']
+    arm = start(processes, args, env, cwd)
+    arm.wait_for('simulated arm up', UP_S)
+    return arm
+
+
+def ends_cleanly_on_ctrl_c(launch: Ros2Process) -> None:
+    """Ctrl-C a launch: it must exit 0, with no exception caught by launch and no process left."""
+    code = launch.ctrl_c()
+    assert code == 0, launch.tail()
+    assert 'Caught exception' not in launch.output, launch.tail()
+    left = launch.left_behind()
+    assert not left, f'left running: {left}\n{launch.tail()}'

@@ -18,21 +18,24 @@ import sys
 import pytest
 from ros2_tools import (
     colcon_install,
+    COMMANDS,
+    ends_cleanly_on_ctrl_c,
     LAUNCH,
     LAUNCH_TESTING,
     overlay_env,
     PACKAGE,
+    PLACEHOLDER_KEY,
     REPO,
     require,
     Ros2Process,
+    SCALE,
+    sim_arm,
+    start,
+    UP_S,
 )
 import yaml
 
 NODE = 'policy_node'
-PLACEHOLDER_KEY = 'local-gateway-auth-disabled'  # what the keyless local gateway accepts
-SCALE = '0.25'
-COMMANDS = 'joint_trajectory_controller/joint_trajectory'
-UP_S = 60.0  # a node's start, configure and first chunk on two loaded cores
 
 
 @pytest.fixture(scope='module')
@@ -65,32 +68,6 @@ def processes():
     yield started
     for proc in reversed(started):
         proc.close()
-
-
-def start(processes, args, env, cwd):
-    """Start `ros2 <args>` and have it closed after the test."""
-    proc = Ros2Process(args, env, cwd)
-    processes.append(proc)
-    return proc
-
-
-def sim_arm(processes, env, cwd, namespace, command_topic=None):
-    """Start the simulated arm with `ros2 run` in `namespace`, commanded on `command_topic`."""
-    args = ['run', PACKAGE, 'sim_arm', '--ros-args', '-r', f'__ns:=/{namespace}',
-            '-p', f'time_scale:={SCALE}']
-    if command_topic:
-        args += ['-r', f'{COMMANDS}:={command_topic}']
-    arm = start(processes, args, env, cwd)
-    arm.wait_for('simulated arm up', UP_S)
-    return arm
-
-
-def ends_cleanly_on_ctrl_c(launch):
-    """Ctrl-C the launch: exit 0, no exception caught by launch, no process left."""
-    code = launch.ctrl_c()
-    assert code == 0, launch.tail()
-    assert 'Caught exception' not in launch.output, launch.tail()
-    assert not launch.left_behind(), f'left running: {launch.left_behind()}\n{launch.tail()}'
 
 
 class Probe:
