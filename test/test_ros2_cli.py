@@ -4,12 +4,15 @@ The README's operator commands, typed as a user types them, against a node from 
 `ros2 lifecycle`, `ros2 param`, `ros2 topic echo /diagnostics` and `ros2 service call` are
 ros2cli's own verbs from the shared wheelhouse, run as separate processes against
 policy.launch.py with autostart:=false, the way an operator brings a robot up by hand. Where
-ros2cli is not installed each test skips naming what is missing. The verbs that take
---no-daemon get it, so no ros2 daemon outlives the test; a verb run right after a change may
-need a second try for discovery (ros2_tools.ros2 retries).
+ros2cli is not installed each test skips naming what is missing. As typed, the verbs use the
+ros2 daemon (the first one starts it; it keeps the graph, so later verbs need no discovery
+of their own: with --no-daemon each waits only 0.5 s, too little on a loaded machine); the
+session ends by stopping it. A verb run right after a change may need a second try
+(ros2_tools.ros2 retries).
 """
 
 import re
+import subprocess
 
 import pytest
 from ros2_tools import (
@@ -29,7 +32,6 @@ from ros2_tools import (
 )
 
 NODE = '/op/policy_node'
-NO_DAEMON = '--no-daemon'
 
 
 @pytest.fixture(scope='module')
@@ -54,6 +56,8 @@ def operated(tmp_path_factory):
         finally:
             for proc in reversed(started):
                 proc.close()
+            subprocess.run(['ros2', 'daemon', 'stop'], env=env, cwd=cwd, capture_output=True,
+                           timeout=60)
 
 
 def run(operated, *args, expect, tries=5):
@@ -64,44 +68,44 @@ def run(operated, *args, expect, tries=5):
 # One operator session, in order: each test is the next command (pytest keeps file order).
 
 def test_lifecycle_get_shows_unconfigured(operated):
-    run(operated, 'lifecycle', 'get', NODE, NO_DAEMON, expect='unconfigured')
+    run(operated, 'lifecycle', 'get', NODE, expect='unconfigured')
 
 
 def test_param_describe_shows_type_description_and_range(operated):
-    out = run(operated, 'param', 'describe', NODE, 'max_actions', NO_DAEMON,
+    out = run(operated, 'param', 'describe', NODE, 'max_actions',
               expect='Type: integer')
     assert 'there is no unbounded mode' in out, out
     assert 'Min value: 0' in out and 'Max value: 10000000' in out, out
 
 
 def test_param_get_shows_the_model_argument_applied(operated):
-    run(operated, 'param', 'get', NODE, 'model', NO_DAEMON, expect='lingbot-va-5b')
+    run(operated, 'param', 'get', NODE, 'model', expect='lingbot-va-5b')
 
 
 def test_param_set_changes_configure_time_parameters_while_unconfigured(operated):
-    run(operated, 'param', 'set', NODE, 'max_actions', '600', NO_DAEMON,
+    run(operated, 'param', 'set', NODE, 'max_actions', '600',
         expect='Set parameter successful')
-    run(operated, 'param', 'set', NODE, 'start_on_activate', 'false', NO_DAEMON,
+    run(operated, 'param', 'set', NODE, 'start_on_activate', 'false',
         expect='Set parameter successful')
-    run(operated, 'param', 'get', NODE, 'max_actions', NO_DAEMON, expect='Integer value is: 600')
+    run(operated, 'param', 'get', NODE, 'max_actions', expect='Integer value is: 600')
 
 
 def test_lifecycle_set_configure_then_activate(operated):
-    run(operated, 'lifecycle', 'set', NODE, 'configure', NO_DAEMON,
+    run(operated, 'lifecycle', 'set', NODE, 'configure',
         expect='Transitioning successful')
-    run(operated, 'lifecycle', 'set', NODE, 'activate', NO_DAEMON,
+    run(operated, 'lifecycle', 'set', NODE, 'activate',
         expect='Transitioning successful')
-    run(operated, 'lifecycle', 'get', NODE, NO_DAEMON, expect='active')
+    run(operated, 'lifecycle', 'get', NODE, expect='active')
 
 
 def test_param_set_refuses_a_configure_time_parameter_once_configured(operated):
-    out = run(operated, 'param', 'set', NODE, 'max_actions', '99', NO_DAEMON,
+    out = run(operated, 'param', 'set', NODE, 'max_actions', '99',
               expect='Setting parameter failed')
     assert 'max_actions' in out, out
 
 
 def test_topic_echo_diagnostics_shows_the_node_s_four_statuses(operated):
-    out = run(operated, 'topic', 'echo', '/diagnostics', '--once', NO_DAEMON,
+    out = run(operated, 'topic', 'echo', '/diagnostics', '--once',
               expect='policy_node: episode')
     for part in ('gateway', 'buffer', 'inputs', 'episode'):
         assert f'policy_node: {part}' in out, out
@@ -115,19 +119,21 @@ def test_service_call_start_episode_runs_one(operated):
               expect='success=True')
     assert 'episode started' in out, out
     # The episode status on /diagnostics keeps its outcome once the episode has ended.
-    out = run(operated, 'topic', 'echo', '/diagnostics', '--once', NO_DAEMON,
+    out = run(operated, 'topic', 'echo', '/diagnostics', '--once',
               expect=r'key: outcome\s+value: completed', tries=15)
     assert re.search(r"key: actions\s+value: '?600'?", out), out
 
 
 def test_param_set_instruction_at_run_time(operated):
-    run(operated, 'param', 'set', NODE, 'instruction', 'stack the two cubes', NO_DAEMON,
+    run(operated, 'param', 'set', NODE, 'instruction', 'stack the two cubes',
         expect='Set parameter successful')
-    run(operated, 'param', 'get', NODE, 'instruction', NO_DAEMON, expect='stack the two cubes')
+    run(operated, 'param', 'get', NODE, 'instruction', expect='stack the two cubes')
 
 
 def test_lifecycle_set_deactivate_then_ctrl_c_ends_cleanly(operated):
-    run(operated, 'lifecycle', 'set', NODE, 'deactivate', NO_DAEMON,
+    run(operated, 'lifecycle', 'set', NODE, 'deactivate',
         expect='Transitioning successful')
-    run(operated, 'lifecycle', 'get', NODE, NO_DAEMON, expect='inactive')
+    run(operated, 'lifecycle', 'get', NODE, expect='inactive')
     ends_cleanly_on_ctrl_c(operated['launch'])
+    run(operated, 'daemon', 'stop', expect='daemon')
+    run(operated, 'daemon', 'status', expect='The daemon is not running')
