@@ -1,25 +1,71 @@
 # Two commands from a fresh clone: `make demo` and `make test`. Each builds what it needs.
 PYTHON ?= python3
-VENV := .venv
+# The ROS 2 Kilted venv (requirements.txt); the Jazzy one sits inside it, so every linter's and
+# git's exclusion of .venv covers it.
+VENV ?= .venv
+VENV_JAZZY ?= $(VENV)/jazzy
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.stamp-$(shell cat requirements.txt requirements-dev.txt setup.py | sha1sum | cut -c1-12)
+PY_JAZZY := $(VENV_JAZZY)/bin/python
+# ../shared beside the checkout holds what the package registries lack: ros-wheels/<distro>/
+# (launch, launch_ros, launch_testing, ros2cli and its verbs) and rosdistro/ (rosdep's rules).
+# Without it those tests skip, each naming what is missing; a fresh machine's run is
+# `make test SHARED=/nonexistent VENV=/tmp/fresh-venv`.
+SHARED ?= ../shared
+WHEELS := $(SHARED)/ros-wheels
+export SEQUENCE_AI_ROS_SHARED := $(abspath $(SHARED))
+PIP := -m pip install --quiet --disable-pip-version-check
+STAMP := $(VENV)/.stamp-$(shell cat requirements.txt requirements-dev.txt setup.py \
+	$(wildcard $(WHEELS)/kilted/names.txt) | sha1sum | cut -c1-12)
+STAMP_JAZZY := $(VENV_JAZZY)/.stamp-$(shell cat requirements.txt requirements-dev.txt \
+	requirements-jazzy.txt setup.py $(wildcard $(WHEELS)/jazzy/names.txt) | sha1sum | cut -c1-12)
 PYTEST_ARGS ?=
+TESTS ?= test
+# On Jazzy: every test file that imports rclpy or a ROS message package, or runs ROS nodes,
+# launch files or the ros2 CLI. The client, gateway, engine and lint tests do not depend on
+# the distribution and run once, in the Kilted venv.
+JAZZY_TESTS ?= $(addprefix test/test_,$(addsuffix .py,config_files demo diagnostic_analyzers \
+	images launch node node_commands node_diagnostics node_faults node_gateway_faults \
+	node_inputs node_lifecycle_abuse ros2_cli ros2_launch secrets sim_node sim_trajectory spin))
 # The client core: what must stay httpx-only and type-clean.
 CLIENT_CORE := sequence_ai_ros/__init__.py sequence_ai_ros/client
 
-.PHONY: all venv test lint demo bench reliability clean
+.PHONY: all venv venv-jazzy test test-kilted test-jazzy lint demo bench reliability clean
 
 all: test
 
 venv: $(STAMP)
 
-$(STAMP): requirements.txt requirements-dev.txt setup.py
+venv-jazzy: $(STAMP_JAZZY)
+
+# $(call ros_venv,VENV,REQUIREMENTS,DISTRO): the pinned set, then that distribution's tooling
+# from the wheelhouse (offline; its PyPI requirements first), then this package, editable.
+define ros_venv
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), \
 		"the ROS 2 wheels on PyPI are built for CPython 3.11; set PYTHON=python3.11"'
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
-	@rm -f $(VENV)/.stamp-* && touch $@
+	@test -x $(1)/bin/python || $(PYTHON) -m venv $(1)
+	$(1)/bin/python $(PIP) -r $(2)
+	@if [ -f $(WHEELS)/$(3)/names.txt ]; then \
+		echo "ROS 2 $(3): launch, launch_testing, ros2cli from $(WHEELS)/$(3)"; \
+		$(1)/bin/python $(PIP) -r $(WHEELS)/$(3)/requirements.txt && \
+		$(1)/bin/python $(PIP) --no-index --find-links $(WHEELS)/$(3) \
+			-r $(WHEELS)/$(3)/names.txt; \
+	else \
+		echo "ROS 2 $(3): no $(WHEELS)/$(3): the ros2 launch, launch_testing and ros2 CLI tests will skip"; \
+	fi
+	$(1)/bin/python $(PIP) --no-deps -e .
+	@rm -f $(1)/.stamp-* && touch $@
+endef
+
+$(STAMP): requirements.txt requirements-dev.txt setup.py
+	$(call ros_venv,$(VENV),requirements-dev.txt,kilted)
+
+# pip takes one pin per package: the Jazzy set is requirements-dev.txt with Jazzy's ros-* pins.
+$(STAMP_JAZZY): requirements.txt requirements-dev.txt requirements-jazzy.txt setup.py \
+		scripts/pin_set.py
+	@mkdir -p $(VENV_JAZZY)
+	$(PYTHON) scripts/pin_set.py requirements-dev.txt requirements-jazzy.txt \
+		> $(VENV_JAZZY)/requirements.txt
+	$(call ros_venv,$(VENV_JAZZY),$(VENV_JAZZY)/requirements.txt,jazzy)
 
 lint: venv
 	$(PY) -m ruff check .
@@ -27,8 +73,15 @@ lint: venv
 	$(VENV)/bin/vermin --no-tips --violations --eval-annotations -t=3.10- sequence_ai_ros test bench scripts setup.py
 
 # pytest exits 5 when it collects nothing; that is not a failure of the code under test.
-test: lint
-	$(PY) -m pytest test -q -raR $(PYTEST_ARGS) || { rc=$$?; [ $$rc -eq 5 ] && echo 'no tests collected' || exit $$rc; }
+test: lint test-kilted test-jazzy
+
+test-kilted: venv
+	@echo '== ROS 2 Kilted (rclpy 9.1): $(TESTS)'
+	$(PY) -m pytest $(TESTS) -q -raR $(PYTEST_ARGS) || { rc=$$?; [ $$rc -eq 5 ] && echo 'no tests collected' || exit $$rc; }
+
+test-jazzy: venv-jazzy
+	@echo '== ROS 2 Jazzy (rclpy 7.1): the tests that use ROS'
+	$(PY_JAZZY) -m pytest $(JAZZY_TESTS) -q -raR $(PYTEST_ARGS) || { rc=$$?; [ $$rc -eq 5 ] && echo 'no tests collected' || exit $$rc; }
 
 demo: venv
 	$(PY) -m sequence_ai_ros.cli demo $(DEMO_ARGS)

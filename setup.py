@@ -26,11 +26,14 @@ setup(
         share('config/ros2_control', '*.yaml'),
     ],
     python_requires='>=3.10',
-    install_requires=['setuptools', 'httpx>=0.24'],
+    # The client core: httpx 0.21.3 passes its tests, older than any Ubuntu 22.04 ships.
+    install_requires=['setuptools', 'httpx>=0.21'],
     extras_require={
+        # The policy node and the sim arm (rclpy and messages: ROS, or PyPI's ros-* wheels).
+        'ros': ['numpy', 'pillow'],
+        # Optional: the local gateway and the demo's picture; the node needs neither.
         'gateway': ['starlette', 'uvicorn', 'numpy', 'pillow'],
-        'ros': ['numpy', 'pillow', 'PyYAML'],
-        'demo': ['matplotlib'],
+        'demo': ['matplotlib', 'starlette', 'uvicorn', 'numpy', 'pillow'],
         'test': ['pytest', 'ruff', 'mypy', 'vermin'],
     },
     zip_safe=False,
@@ -42,7 +45,7 @@ setup(
         'console_scripts': [
             'policy_node = sequence_ai_ros.node.main:main',
             'sim_arm = sequence_ai_ros.sim.node:main',
-            'gateway = sequence_ai_ros.gateway.server:main',
+            'gateway = sequence_ai_ros.cli:gateway_main',
             'sequence-ai-ros = sequence_ai_ros.cli:main',
         ],
     },

@@ -27,6 +27,8 @@
 #   instruction     the task; '' keeps the parameter file's
 #   policy_delay_s  start the policy node this long after the gateway: a refused connection
 #                   would end its first episode (default 2.0 s)
+#   aggregator      also start diagnostic_aggregator (/diagnostics_agg, for rqt_robot_monitor)
+#                   where it is installed (default false)
 
 from launch import LaunchDescription
 from launch.actions import (
@@ -59,10 +61,18 @@ def _gateway(flags, condition):
              '--port', LaunchConfiguration('port'),
              '--time-scale', LaunchConfiguration('time_scale'), *flags],
         name='gateway', output='screen', condition=condition)
-    stop = RegisterEventHandler(OnProcessExit(
-        target_action=process,
-        on_exit=[EmitEvent(event=Shutdown(reason='the gateway exited'))]))
+    stop = RegisterEventHandler(OnProcessExit(target_action=process, on_exit=_end_demo))
     return [process, stop]
+
+
+def _end_demo(event, context):
+    """Shut the demo down when the gateway exits, unless launch is already shutting down."""
+    # A second Shutdown (e.g. the gateway ending on Ctrl-C) reruns launch_ros's OnShutdown
+    # handler, whose ROSAdapter.shutdown() then raises and launch exits 1 (launch_ros,
+    # ros_adapters.py, get_ros_adapter; launch, launch_service.py, __on_shutdown).
+    if context.is_shutdown:
+        return None
+    return [EmitEvent(event=Shutdown(reason='the gateway exited'))]
 
 
 def generate_launch_description():
@@ -87,6 +97,7 @@ def generate_launch_description():
             'hold_service': 'sim_arm/hold',  # relative: the sim arm in the same namespace
             'instruction': LaunchConfiguration('instruction'),
             'autostart': 'true',
+            'aggregator': LaunchConfiguration('aggregator'),
         }.items())
     return LaunchDescription([
         DeclareLaunchArgument('model', default_value='pi05_droid',
@@ -107,6 +118,8 @@ def generate_launch_description():
                               description="the task; '' keeps the parameter file's"),
         DeclareLaunchArgument('policy_delay_s', default_value='2.0',
                               description='seconds between starting the gateway and the node'),
+        DeclareLaunchArgument('aggregator', default_value='false',
+                              description='also start diagnostic_aggregator where installed'),
         SetEnvironmentVariable('SEQUENCES_API_KEY', EnvironmentVariable(
             'SEQUENCES_API_KEY', default_value=PLACEHOLDER_KEY)),
         *_gateway(['--start-warm'], warm),

@@ -16,14 +16,23 @@
 #   hold_service        std_srvs/Trigger called on every hold; '' keeps the file's
 #   instruction         the task in words; '' keeps the file's
 #   autostart           configure and activate at once (false: use `ros2 lifecycle set`)
+#   aggregator          also start diagnostic_aggregator (/diagnostics_agg, for
+#                       rqt_robot_monitor) where it is installed (default false)
 #
 # The API key is never an argument: the node reads $SEQUENCES_API_KEY, the credentials file or
 # the file named by the api_key_file parameter.
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction, RegisterEventHandler
+from launch.actions import (
+    DeclareLaunchArgument,
+    EmitEvent,
+    IncludeLaunchDescription,
+    OpaqueFunction,
+    RegisterEventHandler,
+)
 from launch.conditions import IfCondition
 from launch.events import matches_action
+from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.actions import LifecycleNode
 from launch_ros.event_handlers import OnStateTransition
@@ -102,5 +111,12 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'autostart', default_value='true',
             description='configure and activate the node at once'),
+        DeclareLaunchArgument(
+            'aggregator', default_value='false',
+            description='also start diagnostic_aggregator (/diagnostics_agg) where installed'),
         OpaqueFunction(function=_policy_node),
+        IncludeLaunchDescription(
+            PythonLaunchDescriptionSource(PathJoinSubstitution(
+                [FindPackageShare(PACKAGE), 'launch', 'diagnostic_aggregator.launch.py'])),
+            condition=IfCondition(LaunchConfiguration('aggregator'))),
     ])

@@ -16,7 +16,8 @@
 #   <side>_command_topic       that arm's controller topic
 #   <side>_joint_states_topic  that arm's joint states
 #   <side>_hold_service        std_srvs/Trigger called on that arm's holds ('' keeps the file's)
-# and shared: base_url, instruction, autostart (as in policy.launch.py).
+# and shared: base_url, instruction, autostart (as in policy.launch.py), and aggregator: one
+# diagnostic_aggregator for both (where installed).
 #
 # A two-arm cell often publishes one /joint_states with prefixed names (left_panda_joint1, ...):
 # then copy the model's YAML per arm, set joint_names and gripper_joint to that arm's names,
@@ -24,6 +25,7 @@
 
 from launch import LaunchDescription
 from launch.actions import DeclareLaunchArgument, GroupAction, IncludeLaunchDescription
+from launch.conditions import IfCondition
 from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration, PathJoinSubstitution
 from launch_ros.substitutions import FindPackageShare
@@ -64,6 +66,7 @@ def _side(side):
         'model', 'params_file', 'namespace', 'command_topic', 'joint_states_topic',
         'hold_service')}
     arguments.update({name: LaunchConfiguration(name) for name in SHARED})
+    arguments['aggregator'] = 'false'  # one aggregator for both sides, started below
     # GroupAction scopes launch configurations: without it the first include's settings
     # (params_file, namespace, ...) would still be set when the second one is read.
     return GroupAction([IncludeLaunchDescription(
@@ -79,6 +82,12 @@ def generate_launch_description():
                               description="the task for both arms; '' keeps the files'"),
         DeclareLaunchArgument('autostart', default_value='true',
                               description='configure and activate both nodes at once'),
+        DeclareLaunchArgument('aggregator', default_value='false',
+                              description='also start diagnostic_aggregator where installed'),
     ]
     sides = [entity for side in SIDES for entity in _side_arguments(side)]
-    return LaunchDescription([*shared, *sides, *(_side(side) for side in SIDES)])
+    aggregator = IncludeLaunchDescription(
+        PythonLaunchDescriptionSource(PathJoinSubstitution(
+            [FindPackageShare(PACKAGE), 'launch', 'diagnostic_aggregator.launch.py'])),
+        condition=IfCondition(LaunchConfiguration('aggregator')))
+    return LaunchDescription([*shared, *sides, *(_side(side) for side in SIDES), aggregator])

@@ -3,6 +3,7 @@
 import argparse
 from collections.abc import Sequence
 import importlib
+import importlib.util
 import math
 import signal
 import sys
@@ -30,6 +31,14 @@ DELEGATED = ('gateway', 'demo')
 BASE_URL_HELP = f'gateway URL (default: $SEQUENCES_BASE_URL, else {DEFAULT_BASE_URL})'
 CA_FILE_HELP = ("trust only the CA certificates in this PEM file, instead of the system's, "
                 "e.g. a gateway's self-signed certificate")
+# What the local gateway and the demo import beyond the node's needs (setup.py's extras); a
+# robot that runs only the node has none of them.
+GATEWAY_MODULES = ('starlette', 'uvicorn', 'numpy', 'PIL')
+DEMO_MODULES = ('matplotlib',)
+OPTIONAL_HINT = {
+    'gateway': 'pip install "sequence_ai_ros[gateway]" (starlette has no rosdep key)',
+    'demo': 'pip install "sequence_ai_ros[gateway,demo]"',
+}
 
 DOCTOR_DESCRIPTION = """\
 Answer, in order, the questions behind "it does not work", one line each with OK, WARN or
@@ -303,17 +312,48 @@ def _proxy(args: argparse.Namespace) -> int:
     return 0
 
 
-def _gateway(argv: list[str]) -> int:
+def missing_modules(names: Sequence[str]) -> list[str]:
+    """Return those of the top-level modules `names` that cannot be imported here."""
+    return [name for name in names if not _importable(name)]
+
+
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # ValueError: blocked in sys.modules (set to None)
+        return False
+
+
+def _missing_extra(prog: str, extra: str, modules: Sequence[str]) -> bool:
+    """Print, and return True, if an optional part cannot run for want of `modules`."""
+    missing = missing_modules(modules)
+    if missing:
+        them = 'it' if len(missing) == 1 else 'them'
+        print(f'{prog}: needs {", ".join(missing)}, not installed here (optional: the policy '
+              f'node does not need {them}): {OPTIONAL_HINT[extra]}', file=sys.stderr)
+    return bool(missing)
+
+
+def _gateway(argv: list[str], prog: str = f'{PROG} gateway') -> int:
+    if _missing_extra(prog, 'gateway', GATEWAY_MODULES):
+        return 2
     try:
         from .gateway import server
     except ImportError as exc:
-        print(f'{PROG} gateway: needs the gateway extras (pip install '
-              f'"sequence_ai_ros[gateway]"): {exc}', file=sys.stderr)
+        print(f'{prog}: needs the gateway extras ({OPTIONAL_HINT["gateway"]}): {exc}',
+              file=sys.stderr)
         return 2
-    return server.main(argv, prog=f'{PROG} gateway')
+    return server.main(argv, prog=prog)
+
+
+def gateway_main() -> int:
+    """Run the `gateway` executable (ros2 run, the launch files), or say what it lacks."""
+    return _gateway(sys.argv[1:], prog='gateway')
 
 
 def _demo(argv: list[str]) -> int:
+    if _missing_extra(f'{PROG} demo', 'demo', (*GATEWAY_MODULES, *DEMO_MODULES)):
+        return 2
     try:
         runner = importlib.import_module(DEMO_MODULE)
     except ModuleNotFoundError as exc:

@@ -3,14 +3,21 @@
 import os
 import random
 
-# Before any rclpy import: DDS reads these when the first context is created.
-os.environ.setdefault('ROS_DOMAIN_ID', str(random.SystemRandom().randint(1, 100)))
-os.environ['ROS_LOCALHOST_ONLY'] = '1'  # Humble
-os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'  # Jazzy and later
+from fixtures_gateway import *  # noqa: F401,F403
+import pytest
+from reliability import FaultMatrix
+from ros2_tools import ros_distro
 
-from fixtures_gateway import *  # noqa: E402,F401,F403
-import pytest  # noqa: E402
-from reliability import FaultMatrix  # noqa: E402
+# Before any rclpy context exists (none of the imports above makes one): DDS reads these when
+# the first is created.
+os.environ.setdefault('ROS_DOMAIN_ID', str(random.SystemRandom().randint(1, 100)))
+os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'  # Iron and later
+# Humble knows only ROS_LOCALHOST_ONLY; Jazzy warns on it at every init, ahead of a child's
+# first line of output (test_spin reads that line), so it is set on Humble alone.
+if ros_distro() == 'humble':
+    os.environ['ROS_LOCALHOST_ONLY'] = '1'
+else:
+    os.environ.pop('ROS_LOCALHOST_ONLY', None)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -46,8 +53,7 @@ def fault_matrix(request):
 WALL_CLOCK_FILES = frozenset({
     'test_demo.py', 'test_load.py', 'test_node.py', 'test_node_faults.py',
     'test_node_controllers.py', 'test_node_gateway_faults.py', 'test_node_lifecycle_abuse.py',
-    'test_sim_jtc_node.py',
-    'test_sim_node.py', 'test_spin.py'})
+    'test_ros2_launch.py', 'test_sim_jtc_node.py', 'test_sim_node.py', 'test_spin.py'})
 WALL_CLOCK_RERUNS = 1
 
 
@@ -57,6 +63,9 @@ def pytest_configure(config):
     config.addinivalue_line(
         'markers', 'wall_clock: times real processes over DDS; rerun once on failure '
                    '(auto-applied)')
+    # launch_testing's own marker: its plugin is off here (setup.cfg), launch_test reads it.
+    config.addinivalue_line(
+        'markers', 'launch_test: a launch_testing description (run by launch_test)')
 
 
 def pytest_collection_modifyitems(config, items):

@@ -5,50 +5,22 @@
 
 import os
 from pathlib import Path
-import shutil
 import subprocess
 import sys
 
 import pytest
+from ros2_tools import colcon_install, PACKAGE, REPO, site_packages
 
-REPO = Path(__file__).resolve().parents[1]
-PACKAGE = 'sequence_ai_ros'
 EXECUTABLES = ('policy_node', 'sim_arm', 'gateway', 'sequence-ai-ros')
-NOT_SOURCE = ('.venv', '.git', 'build', 'install', 'log', '__pycache__', '.*_cache',
-              '*.egg-info', 'demo-out')
-
-
-def colcon_command():
-    """Return the colcon command of this interpreter's environment; skip if there is none."""
-    pytest.importorskip('colcon_core', reason='colcon is not installed (requirements-dev.txt)')
-    script = Path(sys.executable).with_name('colcon')
-    found = str(script) if script.is_file() else shutil.which('colcon')
-    if not found:
-        pytest.skip('colcon_core is importable but no colcon command was found')
-    return [found]
 
 
 @pytest.fixture(scope='module')
 def install(tmp_path_factory):
     """Build the package in a fresh workspace; return its install/sequence_ai_ros prefix."""
-    colcon = colcon_command()
     before = sorted(p.name for p in REPO.iterdir())
-    workspace = tmp_path_factory.mktemp('ws')
-    shutil.copytree(REPO, workspace / 'src' / PACKAGE,
-                    ignore=shutil.ignore_patterns(*NOT_SOURCE))
-    result = subprocess.run(
-        [*colcon, '--log-base', 'log', 'build', '--base-paths', 'src',
-         '--build-base', 'build', '--install-base', 'install',
-         '--event-handlers', 'console_direct+'],
-        cwd=workspace, capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+    prefix = colcon_install(tmp_path_factory.mktemp('ws'))
     assert sorted(p.name for p in REPO.iterdir()) == before, 'the build wrote into the repo'
-    return workspace / 'install' / PACKAGE
-
-
-def site_packages(prefix):
-    (found,) = prefix.glob('lib/python3*/site-packages')
-    return found
+    return prefix
 
 
 @pytest.mark.parametrize('name', EXECUTABLES)

@@ -17,7 +17,9 @@ from sequence_ai_ros.client import types
 from sequence_ai_ros.node import params
 
 REPO = Path(__file__).resolve().parents[1]
-CONFIGS = sorted((REPO / 'config').glob('*.yaml'))
+# The model parameter files (diagnostic_analyzers.yaml is diagnostic_aggregator's).
+CONFIGS = sorted(p for p in (REPO / 'config').glob('*.yaml')
+                 if p.name != 'diagnostic_analyzers.yaml')
 CATALOGUE = json.loads((REPO / 'sequence_ai_ros/gateway/catalogue.json').read_text())
 MODELS = {entry['name']: entry for entry in CATALOGUE['models']}
 REQUIRED = {name for name, spec in params.PARAMETERS.items() if '(required' in spec[1]}

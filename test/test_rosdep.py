@@ -1,0 +1,96 @@
+"""
+package.xml's keys resolve with rosdep on Humble, Jazzy and Kilted, and name what the node needs.
+
+`rosdep install --from-paths src -y` (the README's quick start) looks up every <*depend> key in
+ros/rosdistro's rules; ../shared/rosdistro holds a snapshot of them and check_rosdep.sh, which
+resolves each key for humble/jammy, jazzy/noble and kilted/noble with rosdep (a dev pin) and no
+network. Where the snapshot is missing this skips, naming it.
+"""
+
+import ast
+from pathlib import Path
+import re
+import subprocess
+import sys
+
+import pytest
+from ros2_tools import REPO, shared_dir
+
+PACKAGE_XML = REPO / 'package.xml'
+DISTROS = ('humble', 'jazzy', 'kilted')
+KEY = re.compile(r'<((?:build_|exec_|test_|build_export_|buildtool_)?depend)[^>]*>([^<]+)<')
+# Python modules by the rosdep key that installs them (ROS packages: the module's own name).
+SYSTEM_KEYS = {'httpx': 'python3-httpx', 'numpy': 'python3-numpy', 'PIL': 'python3-pil'}
+# What runs on the robot: the node, the client it uses, the sim arm and the launch files. The
+# gateway and the demo are optional extras (setup.py), not package.xml's.
+ROBOT_CODE = ('sequence_ai_ros/node', 'sequence_ai_ros/client', 'sequence_ai_ros/sim', 'launch')
+ROBOT_MODULES = ('__init__', 'arm_model', 'spin', 'service_calls')
+
+
+def keys(path=PACKAGE_XML, kind=None):
+    return sorted({key for tag, key in KEY.findall(path.read_text())
+                   if kind is None or tag == kind})
+
+
+def check_rosdep(package_xml):
+    """Run check_rosdep.sh on `package_xml`; skip if the snapshot or rosdep is missing."""
+    rosdistro = shared_dir() / 'rosdistro'
+    script = rosdistro / 'check_rosdep.sh'
+    if not script.is_file():
+        pytest.skip(f'no rosdep rules snapshot at {rosdistro} (check_rosdep.sh)')
+    rosdep = Path(sys.executable).with_name('rosdep')
+    if not rosdep.is_file():
+        pytest.skip(f'rosdep is not installed in this venv ({rosdep}; requirements-dev.txt)')
+    return subprocess.run(['bash', str(script), str(rosdistro), str(package_xml), str(rosdep)],
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_every_key_resolves_on_humble_jazzy_and_kilted():
+    result = check_rosdep(PACKAGE_XML)
+    assert result.returncode == 0, result.stdout + result.stderr
+    count = len(keys()) * len(DISTROS)
+    assert result.stdout.strip().splitlines()[-1] == f'{count} passed, 0 failed', result.stdout
+
+
+def test_a_key_without_a_rule_is_caught(tmp_path):
+    # python3-starlette made the README's `rosdep install` fail on every distribution.
+    broken = tmp_path / 'package.xml'
+    broken.write_text('<package format="3"><name>x</name>\n'
+                      '  <exec_depend>python3-httpx</exec_depend>\n'
+                      '  <exec_depend>python3-starlette</exec_depend>\n</package>\n')
+    result = check_rosdep(broken)
+    assert result.returncode != 0
+    assert result.stdout.strip().splitlines()[-1] == '3 passed, 3 failed', result.stdout
+    for distro, os_name in (('humble', 'jammy'), ('jazzy', 'noble'), ('kilted', 'noble')):
+        assert f'FAIL {distro} ubuntu:{os_name} python3-starlette' in result.stdout, result.stdout
+
+
+def imported(paths):
+    """Return the top-level modules that the .py files in `paths` import absolutely."""
+    found = set()
+    for path in paths:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                found |= {alias.name.split('.')[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.add(node.module.split('.')[0])
+    return found - set(sys.stdlib_module_names) - {'sequence_ai_ros'}
+
+
+def robot_files():
+    files = [p for d in ROBOT_CODE for p in sorted((REPO / d).glob('*.py'))]
+    return files + [REPO / 'sequence_ai_ros' / f'{name}.py' for name in ROBOT_MODULES]
+
+
+def test_what_the_robot_side_imports_is_an_exec_depend():
+    modules = imported(robot_files())
+    assert {'rclpy', 'httpx', 'launch_ros'} <= modules, 'the scan found too little'
+    wanted = {SYSTEM_KEYS.get(module, module) for module in modules}
+    assert wanted - set(keys(kind='exec_depend')) == set()
+
+
+def test_the_gateway_and_the_demo_stay_optional():
+    exec_keys = set(keys(kind='exec_depend'))
+    assert not {'python3-starlette', 'python3-uvicorn', 'python3-matplotlib'} & exec_keys
+    # ... and nothing a robot runs imports them.
+    assert not {'starlette', 'uvicorn', 'matplotlib'} & imported(robot_files())
