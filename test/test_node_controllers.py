@@ -35,27 +35,32 @@ def assert_accepted_and_reached(run, text):
     assert min(d for _, d in run.data.distances) < 0.08, text
 
 
-@pytest.mark.parametrize('distro', ['humble', 'jazzy', 'kilted'])
-@pytest.mark.parametrize('mode', ['trajectory_stream', 'trajectory_plan'])
-def test_trajectory_modes_are_accepted_by_every_distro(tmp_path, distro, mode):
-    run, text = episode(tmp_path, 'pi05-droid', '--output-mode', mode, '--distro', distro,
-                        '--gripper', 'trajectory')
-    assert_accepted_and_reached(run, text)
+# Every mode on some distro's defaults, every distro, both kinds of action space, every
+# gripper interface; test_node_arm_output.py checks each message of every mode on every distro.
+CASES = [
+    ('pi05-droid', 'trajectory_stream', 'jazzy', 'trajectory'),
+    ('pi05-droid', 'trajectory_plan', 'humble', 'trajectory'),
+    ('pi05-droid', 'trajectory_plan', 'kilted', 'forward_position'),
+    ('pi05-droid', 'trajectory_plan', 'jazzy', ACTION),
+    ('pi05-droid', 'forward_velocity', 'jazzy', 'trajectory'),
+    ('pi05-droid', 'forward_position', 'jazzy', 'trajectory'),
+    ('cosmos3-edge-policy-droid', 'trajectory_plan', 'jazzy', 'trajectory'),
+]
 
 
-@pytest.mark.parametrize('model,mode', [
-    ('pi05-droid', 'forward_velocity'), ('pi05-droid', 'forward_position'),
-    ('cosmos3-edge-policy-droid', 'forward_position'),
-    ('cosmos3-edge-policy-droid', 'trajectory_plan')])
-def test_forward_modes_and_an_absolute_model(tmp_path, model, mode):
-    run, text = episode(tmp_path, model, '--output-mode', mode, '--gripper', 'trajectory')
-    assert_accepted_and_reached(run, text)
+def _case(model, mode, distro, gripper):
+    marks = gripper.marks if hasattr(gripper, 'marks') else ()
+    gripper = gripper.values[0] if hasattr(gripper, 'values') else gripper
+    return pytest.param(model, mode, distro, gripper, marks=marks,
+                        id=f'{model}-{mode}-{distro}-gripper_{gripper}')
 
 
-@pytest.mark.parametrize('gripper', [ACTION, 'trajectory', 'forward_position'])
-def test_the_gripper_closes_through_its_own_interface(tmp_path, gripper):
-    """The reference policy closes the gripper over the target: the finger joint must follow."""
-    run, text = episode(tmp_path, 'pi05-droid', '--gripper', gripper, seconds=20.0)
+@pytest.mark.parametrize('model,mode,distro,gripper', [_case(*case) for case in CASES])
+def test_the_stock_controllers_accept_every_command_and_the_arm_gets_there(
+        tmp_path, model, mode, distro, gripper):
+    """The reference policy closes the gripper over the target: the finger must follow."""
+    run, text = episode(tmp_path, model, '--output-mode', mode, '--distro', distro,
+                        '--gripper', gripper, seconds=20.0)
     assert_accepted_and_reached(run, text)
     finger = [positions[-1] for _, positions in run.data.joint_states]
     assert finger[0] > 0.035, 'the finger did not start open (0.04 m)'
@@ -68,7 +73,7 @@ def test_the_gripper_closes_through_its_own_interface(tmp_path, gripper):
 
 @pytest.fixture(scope='module')
 def arm_and_gateway():
-    """A jazzy-default simulated arm in /cfg, and a warm gateway for the nodes."""
+    """Yield a jazzy-default simulated arm in /cfg and a warm gateway for the nodes."""
     from ros_harness import start_node_gateway
     from sim_process import SimProcess
     gateway = start_node_gateway()
@@ -125,7 +130,7 @@ def test_matching_controllers_let_configure_pass(ros, arm_and_gateway):
 ], ids=['gripper-in-the-arm', 'velocity-to-a-jtc', 'order-does-not-matter-to-a-jtc',
         'an-absent-controller-warns'])
 def test_a_mismatch_fails_configure_naming_it(ros, arm_and_gateway, params, named):
-    done, log = configure(ros, arm_and_gateway, configure_timeout_s=2.0, **params)
+    done, log = configure(ros, arm_and_gateway, configure_timeout_s=5.0, **params)
     if named is None or 'did not answer' in (named or ''):
         assert done, log[-3000:]
         assert named is None or named in log, log[-3000:]
@@ -135,7 +140,7 @@ def test_a_mismatch_fails_configure_naming_it(ros, arm_and_gateway, params, name
 
 @pytest.mark.skipif(not HAS_CONTROL_MSGS, reason='control_msgs is not installed (ros-wheels)')
 def test_a_missing_gripper_server_fails_configure_naming_it(ros, arm_and_gateway):
-    done, log = configure(ros, arm_and_gateway, configure_timeout_s=1.0,
+    done, log = configure(ros, arm_and_gateway, configure_timeout_s=3.0,
                           gripper_interface='action')
     assert not done
     assert 'no GripperCommand server on /cfg/gripper_action_controller/gripper_cmd' in log
