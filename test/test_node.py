@@ -445,6 +445,7 @@ def test_every_ending_after_a_completed_episode_keeps_the_node_up(gateway, launc
 def _accepted_by_stock_jtc(messages, distro='jazzy'):
     """Return the reasons a stock JTC (the arm's 7 joints, defaults) gives to refuse any."""
     from dataclasses import replace
+
     from sequence_ai_ros.sim import jtc_rules
     from sequence_ai_ros.sim.messages import trajectory_from_msg
     params = replace(jtc_rules.defaults(distro), joints=tuple(arm_model.JOINT_NAMES),
