@@ -25,7 +25,7 @@ DISTROS = jtc_rules.DISTROS
 
 
 def stock(distro, joints=ARM):
-    """A stock controller's parameters: the distro's defaults and these joints."""
+    """Return a stock controller's parameters: the distro's defaults and these joints."""
     return replace(jtc_rules.defaults(distro), joints=tuple(joints),
                    command_interfaces=('position',), state_interfaces=('position', 'velocity'))
 
@@ -35,7 +35,7 @@ def verdict(msg, distro, joints=ARM):
 
 
 def plan(space, steps=6):
-    """The commands a mapper gives for `steps` actions of a space, the gripper left off."""
+    """Return the commands a mapper gives for `steps` actions of a space, no gripper."""
     mapper = CommandMapper(space, 7, False)
     mapper.reset(HOME)
     rng = np.random.default_rng(3)
