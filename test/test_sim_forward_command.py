@@ -1,10 +1,11 @@
 """
 The simulated forward_command_controller: its rules with no DDS, then its node over DDS.
 
-Upstream: ros-controls/ros2_controllers, forward_command_controller/src/
-forward_controllers_base.cpp (master @ c8511bb), velocity_controllers/src/
-joint_group_velocity_controller.cpp (@ 1044e67); ros2_control's controller_manager for what
-follows an update error.
+Upstream: ros-controls/ros2_controllers. Each test names its rule's lines as
+`<path> @ <commit> (<branch>), lines A-B`; how far each branch was established is in
+sequence_ai_ros/sim/forward_command.py. What follows an update error is ros2_control's
+controller_manager (PR #1499), cited without lines: its stored versions come without a
+commit.
 """
 
 import itertools
@@ -49,13 +50,17 @@ def integrate(controller, position, dt, steps, now=0.0):
 # -- the rules, with no DDS -----------------------------------------------------------------
 
 def test_nothing_is_written_before_the_first_command():
-    # update(), lines 137-141: no command received yet -> the interfaces are left alone.
+    # update(), no command received yet -> the interfaces are left alone:
+    # forward_command_controller/src/forward_controllers_base.cpp @ c8511bb2 (branch
+    # unverified), lines 137-141.
     core = ForwardCommand(JOINTS, 'velocity')
     assert cycle(core) == (None, '')
 
 
 def test_the_last_command_is_written_every_cycle_with_no_timeout():
     # update() has no clock in it: a velocity controller keeps moving when commands stop.
+    # forward_command_controller/src/forward_controllers_base.cpp @ c8511bb2 (branch
+    # unverified), lines 132-166.
     core = ForwardCommand(JOINTS, 'velocity')
     assert core.receive([0.1, -0.2]) == ''
     for _ in range(100_000):
@@ -65,6 +70,9 @@ def test_the_last_command_is_written_every_cycle_with_no_timeout():
 
 
 def test_a_newer_command_replaces_the_kept_one():
+    # The subscription keeps the latest message (writeFromNonRT):
+    # forward_command_controller/src/forward_controllers_base.cpp @ c8511bb2 (branch
+    # unverified), lines 59-75.
     core = ForwardCommand(JOINTS, 'position')
     core.receive([0.1, 0.2])
     core.receive([0.3, 0.4])
@@ -72,7 +80,9 @@ def test_a_newer_command_replaces_the_kept_one():
 
 
 def test_a_non_finite_command_is_dropped_with_upstreams_text_and_the_last_one_stays():
-    # on_configure's subscription callback, lines 63-73 (jazzy since 4.29.0, #1817).
+    # on_configure's subscription callback (#1817; its jazzy release was not re-checked):
+    # forward_command_controller/src/forward_controllers_base.cpp @ c8511bb2 (branch
+    # unverified), lines 63-73.
     core = ForwardCommand(JOINTS, 'velocity')
     core.receive([0.1, 0.2])
     assert core.receive([float('nan'), 0.0]) == NON_FINITE
@@ -81,7 +91,8 @@ def test_a_non_finite_command_is_dropped_with_upstreams_text_and_the_last_one_st
 
 
 def test_a_wrong_size_command_writes_nothing_and_says_upstreams_text():
-    # update(), lines 143-150; Humble's controller_manager leaves the controller active.
+    # update(): forward_command_controller/src/forward_controllers_base.cpp @ c8511bb2 (branch
+    # unverified), lines 143-150; Humble's controller_manager leaves the controller active.
     core = ForwardCommand(JOINTS, 'velocity', deactivate_on_error=False)
     core.receive([0.1, 0.2])
     core.update()
@@ -96,8 +107,12 @@ def test_a_wrong_size_command_writes_nothing_and_says_upstreams_text():
 
 
 def test_a_wrong_size_command_deactivates_the_controller_on_jazzy_and_later():
-    # controller_manager (PR #1499) takes it down; JointGroupVelocityController's
-    # on_deactivate (lines 54-70) then writes zeros, and nothing plays until an activation.
+    # controller_manager (PR #1499; no lines, see the module docstring) takes it down;
+    # JointGroupVelocityController's on_deactivate then writes zeros:
+    # velocity_controllers/src/joint_group_velocity_controller.cpp @ 1044e677 (branch
+    # unverified), lines 54-70; nothing plays until an activation, whose reset of the kept
+    # command is forward_command_controller/src/forward_controllers_base.cpp @ c8511bb2 (branch
+    # unverified), lines 117-118.
     core = ForwardCommand(JOINTS, 'velocity')
     core.receive([0.1, 0.2])
     core.update()
@@ -115,6 +130,9 @@ def test_a_wrong_size_command_deactivates_the_controller_on_jazzy_and_later():
 
 
 def test_deactivating_a_position_controller_leaves_its_last_position():
+    # on_deactivate only drops the kept command:
+    # forward_command_controller/src/forward_controllers_base.cpp @ c8511bb2 (branch
+    # unverified), lines 124-130 (reset at 127-128); the position interfaces are not written.
     core = ForwardCommand(JOINTS, 'position')
     core.receive([0.1, 0.2])
     core.update()
@@ -123,8 +141,9 @@ def test_deactivating_a_position_controller_leaves_its_last_position():
 
 
 def test_a_command_from_before_an_activation_does_not_play():
-    # on_activate, lines 117-118: "reset command buffer if a command came through callback
-    # when controller was inactive".
+    # on_activate: "reset command buffer if a command came through callback when controller
+    # was inactive": forward_command_controller/src/forward_controllers_base.cpp @ c8511bb2 (branch
+    # unverified), lines 117-118.
     core = ForwardCommand(JOINTS, 'position')
     core.deactivate()
     core.receive([0.1, 0.2])
@@ -139,6 +158,9 @@ def test_a_command_from_before_an_activation_does_not_play():
     (('a', 'a'), 'position', 'distinct'),
 ])
 def test_a_controller_that_cannot_claim_its_interfaces_is_refused(joints, interface, reason):
+    # "'joints' parameter was empty", "'interface_name' parameter was empty":
+    # forward_command_controller/src/forward_command_controller.cpp @ 81f35b0c (branch
+    # unverified), lines 62-66 and 74-78; 'effort' and repeated joints are the sim's refusals.
     with pytest.raises(ValueError, match=reason):
         ForwardCommand(joints, interface)
 
@@ -177,6 +199,9 @@ def received(node, expected):
 
 
 def test_a_velocity_command_over_dds_integrates(ros, controller):
+    # ~/commands at the system-default QoS, written every cycle:
+    # forward_command_controller/src/forward_controllers_base.cpp @ c8511bb2 (branch
+    # unverified), lines 59-75 and 132-166.
     node = controller()
     assert (node.claimed_joints, node.command_interface) == (JOINTS, 'velocity')
     pub = publisher_for(ros, node)
@@ -187,6 +212,9 @@ def test_a_velocity_command_over_dds_integrates(ros, controller):
 
 
 def test_a_wrong_size_command_over_dds_is_ignored_with_upstreams_text(ros, controller):
+    # RCLCPP_ERROR_THROTTLE, once a second:
+    # forward_command_controller/src/forward_controllers_base.cpp @ c8511bb2 (branch
+    # unverified), lines 143-150.
     node = controller(deactivate_on_error=False)
     logs = []
     sub = ros.node.create_subscription(
@@ -209,6 +237,10 @@ def test_a_wrong_size_command_over_dds_is_ignored_with_upstreams_text(ros, contr
 
 
 def test_a_wrong_size_command_over_dds_stops_a_velocity_controller_on_jazzy(ros, controller):
+    # forward_command_controller/src/forward_controllers_base.cpp @ c8511bb2 (branch
+    # unverified), lines 143-150, then controller_manager (PR #1499, no lines) and
+    # velocity_controllers/src/joint_group_velocity_controller.cpp @ 1044e677 (branch
+    # unverified), lines 54-70.
     node = controller()
     logs = []
     sub = ros.node.create_subscription(
@@ -226,6 +258,8 @@ def test_a_wrong_size_command_over_dds_stops_a_velocity_controller_on_jazzy(ros,
 
 
 def test_get_parameters_answers_joints_and_interface_name(ros, controller):
+    # forward_command_controller/src/forward_command_controller_parameters.yaml @ 47414ab9
+    # (branch unverified), lines 2-9 and 10-17: both read_only.
     node = controller('position', name='forward_position_controller',
                       parameter_overrides=[Parameter('joints', value=['panda_joint7'])])
     assert node.claimed_joints == ('panda_joint7',)  # the parameter file wins, as upstream
@@ -246,7 +280,9 @@ def test_get_parameters_answers_joints_and_interface_name(ros, controller):
 
 
 def test_the_interface_cannot_be_overridden_by_a_parameter(ros, controller):
-    # JointGroupVelocityController::on_init sets interface_name itself (lines 30-52).
+    # JointGroupVelocityController::on_init sets interface_name itself:
+    # velocity_controllers/src/joint_group_velocity_controller.cpp @ 1044e677 (branch
+    # unverified), lines 30-52.
     node = controller(parameter_overrides=[Parameter('interface_name', value='position')])
     assert node.get_parameter('interface_name').value == 'velocity'
     assert node.command_interface == 'velocity'

@@ -1,9 +1,9 @@
 """
 The simulated gripper_action_controller: its rules with injected time, then its action server.
 
-Upstream: ros-controls/ros2_controllers, gripper_controllers/include/gripper_controllers/
-gripper_action_controller_impl.hpp @ 14728ce (line numbers below are that file's) and
-hardware_interface_adapter.hpp @ 0ddf0ff. The finger here is the test's own hardware: a
+Upstream: ros-controls/ros2_controllers. Each test names its rule's lines as
+`<path> @ <commit> (<branch>), lines A-B`; how far each branch was established is in
+sequence_ai_ros/sim/gripper_action.py. The finger here is the test's own hardware: a
 position servo on panda_finger_joint1 (0.0 closed .. 0.04 m open) at 0.05 m/s.
 """
 
@@ -94,7 +94,9 @@ def started(finger, **settings):
 # -- the rules, with injected time ----------------------------------------------------------
 
 def test_activation_holds_where_the_finger_is():
-    # on_activate, lines 284-286: the command starts at the measured position.
+    # on_activate: the command starts at the measured position.
+    # gripper_controllers/include/gripper_controllers/gripper_action_controller_impl.hpp
+    # @ 14728ce2 (branch unverified), lines 284-286.
     finger = Finger(position=0.03)
     core = started(finger)
     run(core, finger, 0.0, 1.0)
@@ -102,8 +104,12 @@ def test_activation_holds_where_the_finger_is():
 
 
 def test_a_goal_is_forwarded_at_once_and_succeeds_within_goal_tolerance():
-    # The position adapter forwards the goal (hardware_interface_adapter.hpp lines 82-89);
-    # check_for_success, lines 156-165: |error| < goal_tolerance succeeds with reached_goal.
+    # The position adapter forwards the goal:
+    # gripper_controllers/include/gripper_controllers/hardware_interface_adapter.hpp
+    # @ 0ddf0ff8 (branch unverified), lines 82-89; check_for_success: |error| < goal_tolerance
+    # succeeds with reached_goal,
+    # gripper_controllers/include/gripper_controllers/gripper_action_controller_impl.hpp
+    # @ 14728ce2 (branch unverified), lines 156-165.
     finger = Finger()
     core = started(finger)
     core.accept('g1', CLOSED, 20.0, 0.0)
@@ -120,7 +126,9 @@ def test_a_goal_is_forwarded_at_once_and_succeeds_within_goal_tolerance():
 
 
 def test_the_result_carries_the_previous_cycles_effort_command():
-    # check_for_success reads computed_command_ before update() recomputes it (lines 68-73).
+    # check_for_success reads computed_command_ before update() recomputes it:
+    # gripper_controllers/include/gripper_controllers/gripper_action_controller_impl.hpp
+    # @ 14728ce2 (branch unverified), lines 68-73.
     finger = Finger()
     core = started(finger, max_effort=3.0)
     core.accept('here', OPEN, 40.0, 0.0)
@@ -129,7 +137,9 @@ def test_the_result_carries_the_previous_cycles_effort_command():
 
 
 def test_a_goal_beyond_the_travel_stalls_and_aborts_after_stall_timeout():
-    # lines 166-189: no motion above stall_velocity_threshold for stall_timeout -> ABORTED.
+    # No motion above stall_velocity_threshold for stall_timeout -> ABORTED:
+    # gripper_controllers/include/gripper_controllers/gripper_action_controller_impl.hpp
+    # @ 14728ce2 (branch unverified), lines 166-191.
     finger = Finger(position=CLOSED)
     core = started(finger, stall_timeout=1.0)
     core.accept('wide', 0.08, 10.0, 0.0)
@@ -140,6 +150,8 @@ def test_a_goal_beyond_the_travel_stalls_and_aborts_after_stall_timeout():
 
 
 def test_allow_stalling_turns_a_stall_into_success_still_marked_stalled():
+    # gripper_controllers/include/gripper_controllers/gripper_action_controller_impl.hpp
+    # @ 14728ce2 (branch unverified), lines 174-183 (stalled set, succeeded).
     finger = Finger(position=CLOSED)
     core = started(finger, allow_stalling=True, stall_timeout=0.5)
     core.accept('wide', 0.08, 0.0, 0.0)
@@ -149,6 +161,9 @@ def test_allow_stalling_turns_a_stall_into_success_still_marked_stalled():
 
 
 def test_an_object_in_the_grip_stalls_the_close_and_the_gripper_keeps_pressing():
+    # A stall ends the goal but update keeps sending the goal's position:
+    # gripper_controllers/include/gripper_controllers/gripper_action_controller_impl.hpp
+    # @ 14728ce2 (branch unverified), lines 172-190 and 56-75.
     finger = Finger(blocked_at=0.02)
     core = started(finger)
     core.accept('grasp', CLOSED, 5.0, 0.0)
@@ -159,6 +174,9 @@ def test_an_object_in_the_grip_stalls_the_close_and_the_gripper_keeps_pressing()
 
 
 def test_a_slow_finger_still_moving_never_stalls():
+    # Motion above stall_velocity_threshold restarts the stall clock:
+    # gripper_controllers/include/gripper_controllers/gripper_action_controller_impl.hpp
+    # @ 14728ce2 (branch unverified), lines 168-171.
     finger = Finger(speed=0.002)  # above stall_velocity_threshold (0.001 m/s)
     core = started(finger, stall_timeout=0.5)
     core.accept('slow', CLOSED, 0.0, 0.0)
@@ -167,8 +185,10 @@ def test_a_slow_finger_still_moving_never_stalls():
 
 
 def test_the_stall_clock_starts_when_the_goal_is_accepted():
-    # accepted_callback, line 104: last_movement_time_ = now, so a finger that never moves
-    # (the goal needs no motion the hardware can make) stalls stall_timeout after acceptance.
+    # accepted_callback: last_movement_time_ = now, so a finger that never moves (the goal needs
+    # no motion the hardware can make) stalls stall_timeout after acceptance:
+    # gripper_controllers/include/gripper_controllers/gripper_action_controller_impl.hpp
+    # @ 14728ce2 (branch unverified), line 104.
     finger = Finger(blocked_at=OPEN)
     core = started(finger, stall_timeout=0.5)
     run(core, finger, 0.0, 2.0)
@@ -178,7 +198,9 @@ def test_the_stall_clock_starts_when_the_goal_is_accepted():
 
 
 def test_a_new_goal_preempts_the_active_one_which_ends_canceled():
-    # accepted_callback calls preempt_active_goal (lines 28-37, 93): an empty result.
+    # accepted_callback calls preempt_active_goal, which cancels with an empty result:
+    # gripper_controllers/include/gripper_controllers/gripper_action_controller_impl.hpp
+    # @ 14728ce2 (branch unverified), lines 27-37 and 93.
     finger = Finger()
     core = started(finger)
     core.accept('first', CLOSED, 0.0, 0.0)
@@ -189,7 +211,9 @@ def test_a_new_goal_preempts_the_active_one_which_ends_canceled():
 
 
 def test_a_cancel_holds_the_measured_position_with_the_max_effort_parameter():
-    # cancel_callback and set_hold_position, lines 115-144.
+    # cancel_callback and set_hold_position:
+    # gripper_controllers/include/gripper_controllers/gripper_action_controller_impl.hpp
+    # @ 14728ce2 (branch unverified), lines 114-144.
     finger = Finger()
     core = started(finger, max_effort=7.0)
     core.accept('close', CLOSED, 30.0, 0.0)
@@ -209,6 +233,9 @@ def test_a_cancel_holds_the_measured_position_with_the_max_effort_parameter():
 
 
 def test_an_inactive_controller_evaluates_nothing_and_keeps_its_command():
+    # on_deactivate only releases the interfaces; the active goal is left as it is:
+    # gripper_controllers/include/gripper_controllers/gripper_action_controller_impl.hpp
+    # @ 14728ce2 (branch unverified), lines 305-314.
     finger = Finger(position=CLOSED)
     core = started(finger, stall_timeout=0.2)
     core.accept('wide', 0.08, 0.0, 0.0)
@@ -219,6 +246,9 @@ def test_an_inactive_controller_evaluates_nothing_and_keeps_its_command():
 
 def test_non_finite_goals_are_rejected_finite_ones_accepted():
     assert check_goal(0.02, 10.0) == ''
+    # goal_callback accepts every goal; refusing non-finite ones is the sim's rule:
+    # gripper_controllers/include/gripper_controllers/gripper_action_controller_impl.hpp
+    # @ 14728ce2 (branch unverified), lines 77-83.
     assert check_goal(0.5, 0.0) == ''  # out of travel: accepted, as upstream (goal_callback)
     assert 'finite' in check_goal(float('nan'), 10.0)
     assert 'finite' in check_goal(0.02, float('inf'))
@@ -231,6 +261,11 @@ def test_non_finite_goals_are_rejected_finite_ones_accepted():
     (GripperSettings(JOINT, stall_timeout=float('nan')), 'stall_timeout'),
 ])
 def test_unusable_settings_are_refused(settings, reason):
+    # "Joint name cannot be empty":
+    # gripper_controllers/include/gripper_controllers/gripper_action_controller_impl.hpp
+    # @ 14728ce2 (branch unverified), lines 211-216; ranges:
+    # gripper_controllers/src/gripper_action_controller_parameters.yaml @ 1bad1e37 (branch
+    # unverified), lines 6-8, 17-19, 25-27; non-finite values are the sim's refusal.
     with pytest.raises(ValueError, match=reason):
         GripperAction(settings)
 
@@ -308,6 +343,9 @@ def result_of(handle, timeout=10):
 
 @needs_control_msgs
 def test_a_goal_moves_the_finger_and_succeeds_with_reached_goal(gripper):
+    # gripper_controllers/include/gripper_controllers/gripper_action_controller_impl.hpp
+    # @ 14728ce2 (branch unverified), lines 156-165; the result goes out at
+    # action_monitor_rate (lines 108-111).
     node, client = gripper()
     assert (node.claimed_joints, node.command_interface) == ((JOINT,), 'position')
     with hardware(node, Finger()) as finger:
@@ -322,6 +360,8 @@ def test_a_goal_moves_the_finger_and_succeeds_with_reached_goal(gripper):
 
 @needs_control_msgs
 def test_a_goal_beyond_the_travel_is_aborted_as_stalled(gripper):
+    # gripper_controllers/include/gripper_controllers/gripper_action_controller_impl.hpp
+    # @ 14728ce2 (branch unverified), lines 172-190.
     node, client = gripper(stall_timeout=0.3)
     with hardware(node, Finger(position=CLOSED)) as finger:
         answer = result_of(send(client, 0.08))
@@ -332,6 +372,8 @@ def test_a_goal_beyond_the_travel_is_aborted_as_stalled(gripper):
 
 @needs_control_msgs
 def test_allow_stalling_reports_a_stall_as_success(gripper):
+    # gripper_controllers/include/gripper_controllers/gripper_action_controller_impl.hpp
+    # @ 14728ce2 (branch unverified), lines 179-183.
     node, client = gripper(stall_timeout=0.3, allow_stalling=True)
     with hardware(node, Finger(blocked_at=0.02)):
         answer = result_of(send(client, CLOSED))
@@ -341,6 +383,8 @@ def test_allow_stalling_reports_a_stall_as_success(gripper):
 
 @needs_control_msgs
 def test_a_newer_goal_preempts_and_the_first_ends_canceled(gripper):
+    # gripper_controllers/include/gripper_controllers/gripper_action_controller_impl.hpp
+    # @ 14728ce2 (branch unverified), lines 27-37 and 85-112.
     node, client = gripper()
     with hardware(node, Finger()) as finger:
         first = send(client, CLOSED)
@@ -352,6 +396,8 @@ def test_a_newer_goal_preempts_and_the_first_ends_canceled(gripper):
 
 @needs_control_msgs
 def test_a_canceled_goal_holds_the_finger_where_it_was(gripper):
+    # gripper_controllers/include/gripper_controllers/gripper_action_controller_impl.hpp
+    # @ 14728ce2 (branch unverified), lines 114-144.
     node, client = gripper()
     with hardware(node, Finger()) as finger:
         handle = send(client, CLOSED)
@@ -367,6 +413,7 @@ def test_a_canceled_goal_holds_the_finger_where_it_was(gripper):
 
 @needs_control_msgs
 def test_a_non_finite_goal_is_rejected_and_the_finger_does_not_move(gripper):
+    # The sim's rule: upstream's goal_callback accepts every goal (see check_goal's test).
     node, client = gripper()
     with hardware(node, Finger()) as finger:
         assert not send(client, float('nan')).accepted
@@ -376,6 +423,8 @@ def test_a_non_finite_goal_is_rejected_and_the_finger_does_not_move(gripper):
 
 @needs_control_msgs
 def test_get_parameters_answers_upstreams_parameters(ros, gripper):
+    # gripper_controllers/src/gripper_action_controller_parameters.yaml @ 1bad1e37 (branch
+    # unverified), lines 1-43: names and defaults.
     node, _ = gripper(goal_tolerance=0.002)
     names = ['joint', 'goal_tolerance', 'max_effort', 'allow_stalling',
              'stall_velocity_threshold', 'stall_timeout', 'action_monitor_rate']

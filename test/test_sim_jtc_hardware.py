@@ -3,6 +3,9 @@ The simulated arm's hardware loop: command interfaces claimed once, commands fol
 
 As ros2_control's resource manager: a joint's command interface belongs to one controller;
 position commands are desired positions, velocity commands integrate, no command holds.
+That rule is ros-controls/ros2_control's (hardware_interface resource manager); no stored
+version of it was read, so it cites no lines. The trajectory controller's rules cite
+`<path> @ <commit> (<branch>), lines A-B` as in sequence_ai_ros/sim/jtc_rules.py.
 """
 
 from dataclasses import replace
@@ -63,6 +66,7 @@ def run(loop, seconds, t0=0.0):
 
 
 def test_two_controllers_claiming_one_joint_is_a_start_up_error():
+    # ros2_control's resource manager refuses a second claim (no stored version read: no lines).
     arm = SimArm(arm_model.HOME)
     with pytest.raises(ValueError, match="'panda_joint7' is claimed by both"):
         HardwareLoop(arm, [Trajectories(ARM_JOINTS), Velocities(['panda_joint7', GRIPPER_JOINT])])
@@ -71,6 +75,11 @@ def test_two_controllers_claiming_one_joint_is_a_start_up_error():
 
 
 def test_position_commands_move_only_the_claimed_joints():
+    # A message is taken at the next update and written to the position interfaces:
+    # joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+    # unverified), lines 279-302 and 346-349; after the last point its positions stay
+    # commanded (joint_trajectory_controller/src/trajectory.cpp @ 01936294 (branch
+    # unverified), lines 153-166).
     arm = SimArm(arm_model.HOME)
     jtc, gripper = Trajectories(ARM_JOINTS), Trajectories([GRIPPER_JOINT])
     loop = HardwareLoop(arm, [jtc, gripper])
@@ -84,6 +93,7 @@ def test_position_commands_move_only_the_claimed_joints():
 
 
 def test_a_velocity_command_integrates_and_none_holds():
+    # The simulated hardware's own rule (sequence_ai_ros/sim/hardware.py): no upstream lines.
     arm = SimArm(arm_model.HOME)
     fingers = Velocities([GRIPPER_JOINT], value=-0.01)
     loop = HardwareLoop(arm, [Trajectories(ARM_JOINTS), fingers])
@@ -97,6 +107,9 @@ def test_a_velocity_command_integrates_and_none_holds():
 
 
 def test_hold_makes_every_controller_hold_where_the_arm_is():
+    # set_hold_position:
+    # joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+    # unverified), lines 2163-2173 (a one-point message, init_hold_position_msg, 2386-2410).
     arm = SimArm(arm_model.HOME)
     jtc = Trajectories(ARM_JOINTS)
     loop = HardwareLoop(arm, [jtc, Trajectories([GRIPPER_JOINT])])

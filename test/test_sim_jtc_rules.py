@@ -1,10 +1,13 @@
 """
 The simulated JTC accepts what a stock joint_trajectory_controller accepts, per distro.
 
-Upstream: ros-controls/ros2_controllers, joint_trajectory_controller/src/
-joint_trajectory_controller.cpp, JointTrajectoryController::validate_trajectory_msg and
-validate_trajectory_point_field (each test names the check by the text it logs), the
-parameters YAML, and the humble branch's CHANGELOG.rst for what humble carries.
+Upstream: ros-controls/ros2_controllers. Each test names its rule's lines as
+`<path> @ <commit> (<branch>), lines A-B`, and the check by the text it logs; which
+versions these are and how their branch was (or was not) established is in
+sequence_ai_ros/sim/jtc_rules.py. Within one comment, later "lines" are in the version
+cited first; validate_trajectory_msg is lines 1995-2140 of
+joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+unverified).
 """
 
 from dataclasses import replace
@@ -32,17 +35,24 @@ def msg(names=ARM, points=(Point(HOME, time_from_start=1.0),), stamp=0.0):
 
 
 def test_distro_defaults_follow_each_branch():
-    # allow_nonzero_velocity_at_trajectory_end: humble CHANGELOG 2.24.0 (#705) adds it true and
-    # 2.30.0 backports only the renames of #834; doc/release_notes/Jazzy.rst: false (#834).
+    # allow_nonzero_velocity_at_trajectory_end: joint_trajectory_controller/CHANGELOG.rst @ no
+    # commit exposed (humble), line 216 (2.24.0, #705) adds it true and line 178 (2.30.0)
+    # backports only the renames of #834; doc/release_notes/Jazzy.rst @ 3a1b0db1 (branch
+    # unverified), line 19, and
+    # joint_trajectory_controller/src/joint_trajectory_controller_parameters.yaml @ 02aa3725
+    # (branch unverified), lines 123-127: false from Jazzy on (#834).
     assert jtc_rules.defaults('humble').allow_nonzero_velocity_at_trajectory_end is True
     assert jtc_rules.defaults('jazzy').allow_nonzero_velocity_at_trajectory_end is False
     assert jtc_rules.defaults('kilted').allow_nonzero_velocity_at_trajectory_end is False
-    # state_publish_rate: humble only (its 2.40.0 tunes it; removed in Iron by #520).
+    # state_publish_rate: humble only (joint_trajectory_controller/CHANGELOG.rst @ no commit
+    # exposed (humble), line 84: 2.40.0 still tunes it; its removal in Iron, #520, was not
+    # found in a stored version).
     assert jtc_rules.defaults('humble').state_publish_rate == 50.0
     assert jtc_rules.defaults('jazzy').state_publish_rate is None
     for distro in jtc_rules.DISTROS:
         got = jtc_rules.defaults(distro)
-        # joint_trajectory_controller_parameters.yaml defaults, the same on every branch.
+        # joint_trajectory_controller/src/joint_trajectory_controller_parameters.yaml
+        # @ 02aa3725 (branch unverified), lines 2-135 and 204-217; not compared per branch.
         assert got.joints == () and got.command_interfaces == () and got.cmd_timeout == 0.0
         assert not got.allow_partial_joints_goal and not got.allow_integration_in_goal_trajectories
         assert got.interpolation_method == 'splines' and got.goal_time == 0.0
@@ -52,21 +62,30 @@ def test_distro_defaults_follow_each_branch():
 
 
 def test_a_full_positions_only_message_is_accepted():
+    # Every check of validate_trajectory_msg,
+    # joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+    # unverified), lines 1995-2140, passes a full positions-only message.
     assert validate_trajectory(msg(), params(), now=100.0) is None
 
 
 @pytest.mark.parametrize('distro', jtc_rules.DISTROS)
 def test_the_gripper_on_the_arm_controller_is_refused(distro):
     # CHECK "Partial joint goals" comes first: 8 names for 7 joints.
+    # joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+    # unverified), lines 1998-2009.
     eight = msg(ARM + (FINGER,), [Point(HOME + (0.04,), time_from_start=1.0)])
     assert validate_trajectory(eight, params(distro), 0.0) == (
         "Joints on incoming trajectory don't match the controller joints.")
-    # With partial goals allowed, the unknown name is what is refused.
+    # With partial goals allowed, the unknown name is what is refused:
+    # joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+    # unverified), lines 2025-2038.
     assert validate_trajectory(eight, params(distro, allow_partial_joints_goal=True), 0.0) == (
         f"Incoming joint {FINGER} doesn't match the controller's joints.")
 
 
 def test_partial_goals_need_allow_partial_joints_goal():
+    # joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+    # unverified), lines 1998-2009; fill_partial_goal then fills the others, lines 1654-1733.
     partial = msg(ARM[:3], [Point((0.1, 0.2, 0.3), time_from_start=1.0)])
     assert validate_trajectory(partial, params(), 0.0) == (
         "Joints on incoming trajectory don't match the controller joints.")
@@ -74,11 +93,17 @@ def test_partial_goals_need_allow_partial_joints_goal():
 
 
 def test_empty_joint_names_and_empty_points_are_refused():
-    # "Empty joint names on incoming trajectory." (reached only with partial goals allowed).
+    # "Empty joint names on incoming trajectory." (reached only with partial goals allowed):
+    # joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+    # unverified), lines 2011-2016.
     loose = params(allow_partial_joints_goal=True)
     assert validate_trajectory(msg(names=(), points=[Point((), time_from_start=1.0)]), loose,
                                0.0) == 'Empty joint names on incoming trajectory.'
-    # #902 "Invalidate empty trajectory messages": humble 2.33.0, jazzy release notes.
+    # #902 "Invalidate empty trajectory messages":
+    # joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+    # unverified), lines 2018-2023; humble:
+    # joint_trajectory_controller/CHANGELOG.rst @ no commit exposed (humble), line 147
+    # (2.33.0); doc/release_notes/Jazzy.rst @ 3a1b0db1 (branch unverified), line 32.
     for distro in jtc_rules.DISTROS:
         assert validate_trajectory(msg(points=()), params(distro), 0.0) == (
             'Empty trajectory received.')
@@ -87,6 +112,8 @@ def test_empty_joint_names_and_empty_points_are_refused():
 @pytest.mark.parametrize('distro, accepted', [('humble', True), ('jazzy', False),
                                               ('kilted', False)])
 def test_a_moving_last_point_depends_on_the_distro_default(distro, accepted):
+    # joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+    # unverified), lines 2040-2054, under each distro's default (see the defaults test).
     moving = msg(points=[Point(HOME, (0.1,) + ZERO[1:], time_from_start=1.0)])
     got = validate_trajectory(moving, params(distro), 0.0)
     if accepted:
@@ -100,6 +127,9 @@ def test_a_moving_last_point_depends_on_the_distro_default(distro, accepted):
 
 
 def test_zero_means_below_float_epsilon_and_only_the_last_point_counts():
+    # joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+    # unverified), lines 2040-2054: only points.back() is read (line 2043), against
+    # numeric_limits<float>::epsilon() (line 2045).
     tiny = (1.0e-7,) + ZERO[1:]  # below numeric_limits<float>::epsilon() = 1.19e-7
     assert validate_trajectory(msg(points=[Point(HOME, tiny, time_from_start=1.0)]), params(),
                                0.0) is None
@@ -113,8 +143,12 @@ def test_zero_means_below_float_epsilon_and_only_the_last_point_counts():
 
 
 def test_a_stamped_trajectory_that_already_ended_is_refused():
-    # "Received trajectory with non-zero start time (%f) that ends in the past (%f)"; the end
-    # is stamp + the last point's time (humble got that fix in 2.36.0, #1090).
+    # "Received trajectory with non-zero start time (%f) that ends in the past (%f)":
+    # joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+    # unverified), lines 2056-2073; the end is stamp + the last point's time (#1090: humble
+    # joint_trajectory_controller/CHANGELOG.rst @ no commit exposed (humble), line 125;
+    # joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 07749aa0 (master,
+    # 4.5.0), lines 1361-1380, still sums every point's time).
     two = [Point(HOME, time_from_start=0.5), Point(HOME, time_from_start=1.0)]
     assert validate_trajectory(msg(points=two, stamp=5.0), params(), now=6.5) == (
         'Received trajectory with non-zero start time (5.000000) that ends in the past '
@@ -124,6 +158,8 @@ def test_a_stamped_trajectory_that_already_ended_is_refused():
 
 
 def test_times_must_strictly_increase():
+    # joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+    # unverified), lines 2078-2088.
     same = [Point(HOME, time_from_start=1.0), Point(HOME, time_from_start=1.0)]
     assert validate_trajectory(msg(points=same), params(), 0.0) == (
         'Time between points 0 and 1 is not strictly increasing, it is 1.000000 and 1.000000 '
@@ -136,7 +172,9 @@ def test_times_must_strictly_increase():
 
 
 def test_each_point_needs_positions_and_fields_of_the_right_size():
-    # validate_trajectory_point_field: positions may not be empty, the others may.
+    # validate_trajectory_point_field as called from validate_trajectory_msg:
+    # joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+    # unverified), lines 1976-1993 and 2121-2128: positions may not be empty, the others may.
     assert validate_trajectory(msg(points=[Point(HOME[:6], time_from_start=1.0)]), params(),
                                0.0) == ('Mismatch between joint_names size (7) and positions (6) '
                                         'at point #0.')
@@ -154,6 +192,11 @@ def test_each_point_needs_positions_and_fields_of_the_right_size():
 
 
 def test_allow_integration_in_goal_trajectories_accepts_points_without_positions():
+    # joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+    # unverified), lines 2095-2120 ("The given trajectory has no position, velocity, or
+    # acceleration points.": 2097-2105;
+    # joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 07749aa0 (master,
+    # 4.5.0), lines 1433-1452, refuses it without a message).
     integrate = params(allow_integration_in_goal_trajectories=True)
     velocity_only = [Point((), (0.1,) * 7, time_from_start=0.5),
                      Point((), ZERO, time_from_start=1.0)]
@@ -166,8 +209,12 @@ def test_allow_integration_in_goal_trajectories_accepts_points_without_positions
 
 
 def test_effort_fields_are_refused_with_each_distros_words():
-    # humble CHANGELOG 2.24.0 (#699) "Reject messages with effort fields"; later branches
-    # accept effort only on an effort command interface.
+    # Humble: "Reject messages with effort fields" (#699,
+    # joint_trajectory_controller/CHANGELOG.rst @ no commit exposed (humble), line 215), in the
+    # words of joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 07749aa0
+    # (master, 4.5.0), lines 1461-1467. Later, effort only on an effort command interface:
+    # joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+    # unverified), lines 2129-2137.
     with_effort = msg(points=[Point(HOME, effort=ZERO, time_from_start=1.0)])
     assert validate_trajectory(with_effort, params('humble'), 0.0) == (
         'Trajectories with effort fields are currently not supported.')
@@ -180,6 +227,9 @@ def test_effort_fields_are_refused_with_each_distros_words():
 
 
 def test_the_first_failing_check_in_upstream_order_is_reported():
+    # joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+    # unverified): unknown joint (lines 2025-2038) before moving last point (2040-2054) before
+    # the end time (2056-2073).
     unknown_and_moving = msg(('elbow',) + ARM[1:], [Point(HOME, (1.0,) * 7, time_from_start=1)])
     assert validate_trajectory(unknown_and_moving, params(), 0.0) == (
         "Incoming joint elbow doesn't match the controller's joints.")
@@ -189,6 +239,12 @@ def test_the_first_failing_check_in_upstream_order_is_reported():
 
 
 def test_sim_refuses_what_upstream_would_execute_badly():
+    # No finiteness check in validate_trajectory_msg, and repeated names go through
+    # sort_to_local_joint_order:
+    # joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+    # unverified), lines 1995-2140 and 1927-1974. Accelerations without velocities match no
+    # branch of interpolate_between_points (joint_trajectory_controller/src/trajectory.cpp
+    # @ 01936294 (branch unverified), lines 191-192 and 207-298).
     nan = msg(points=[Point((math.nan,) + HOME[1:], time_from_start=1.0)])
     assert validate_trajectory(nan, params(), 0.0) is None  # upstream lets a NaN through
     assert jtc_rules.sim_checks(nan) == 'sim: non-finite value at point #0'
@@ -203,7 +259,9 @@ def test_sim_refuses_what_upstream_would_execute_badly():
 
 
 def test_cmd_timeout_must_exceed_goal_time_or_it_is_dropped():
-    # on_activate: "Command timeout must be higher than goal_time tolerance (%f vs. %f)".
+    # on_activate: "Command timeout must be higher than goal_time tolerance (%f vs. %f)":
+    # joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+    # unverified), lines 1259-1278.
     assert jtc_rules.effective_cmd_timeout(params()) == (0.0, None)
     assert jtc_rules.effective_cmd_timeout(params(cmd_timeout=0.5)) == (0.5, None)
     assert jtc_rules.effective_cmd_timeout(params(cmd_timeout=0.5, goal_time=1.0)) == (
@@ -211,6 +269,12 @@ def test_cmd_timeout_must_exceed_goal_time_or_it_is_dropped():
 
 
 def test_configuration_is_checked_like_on_configure_and_the_validators():
+    # on_configure:
+    # joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+    # unverified), lines 883-887 and 922-926; validators in
+    # joint_trajectory_controller/src/joint_trajectory_controller_parameters.yaml @ 02aa3725
+    # (branch unverified): unique<> lines 8, 22, 31, 43; one_of<> line 120; goal_time gt_eq
+    # line 215.
     assert jtc_rules.check_configuration(params()) is None
     assert jtc_rules.check_configuration(params(command_interfaces=())) == (
         "'command_interfaces' parameter is empty.")
@@ -224,6 +288,9 @@ def test_configuration_is_checked_like_on_configure_and_the_validators():
 
 
 def test_upstream_names_map_onto_the_dataclass():
+    # constraints.* in
+    # joint_trajectory_controller/src/joint_trajectory_controller_parameters.yaml @ 02aa3725
+    # (branch unverified), lines 203-217.
     got = jtc_rules.with_values(params(), {'constraints.goal_time': 0.25,
                                            'allow_partial_joints_goal': True,
                                            'joints': ['a', 'b']})

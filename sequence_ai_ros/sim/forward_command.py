@@ -1,29 +1,45 @@
 """
 forward_command_controller as ros2_control runs it: a ROS-free core and the controller's node.
 
-The rules are ros-controls/ros2_controllers' (forward_command_controller/src/
-forward_controllers_base.cpp, master @ c8511bb, the Kilted line; humble and jazzy differ only
-where noted):
+The rules are ros-controls/ros2_controllers'. Each cites `<path> @ <commit> (<branch>),
+lines A-B`; unless another file is named, the file is
+forward_command_controller/src/forward_controllers_base.cpp @ c8511bb2 (branch unverified:
+it drops non-finite commands, #1817, and uses the bool result of set_value, the newer
+hardware_interface API, so it is probably not humble; package.xml and CHANGELOG.rst are not
+stored at that commit). Humble and jazzy differ only where noted:
 
 - `~/commands` takes std_msgs/Float64MultiArray at the system-default QoS (lines 59-75); the
-  latest message is kept and written to the command interfaces on every cycle (lines 132-166).
+  latest message is kept and written to the command interfaces on every cycle (update,
+  lines 132-166).
 - A message with a non-finite value is dropped with "Non-finite value received. Dropping
-  message" and the previous one stays (lines 63-73; jazzy since 4.29.0, #1817; humble writes
-  it through).
+  message" and the previous one stays (lines 63-73; that it came to jazzy in 4.29.0 and not
+  to humble, which writes it through, was not re-checked in a stored CHANGELOG.rst).
 - A message of the wrong size is kept too, but each cycle then logs (at most once a second)
   "command size (N) does not match number of interfaces (M)", writes nothing and returns
   ERROR (lines 143-150): the interfaces keep what they held. On Jazzy and later the
   controller_manager deactivates a controller whose update returns ERROR
-  (ros2_control controller_manager.cpp, ControllerManager::update, PR #1499); Humble's does
-  not (ros2_control issue #1873) and the error repeats until a right-sized command arrives.
+  (ros-controls/ros2_control controller_manager/src/controller_manager.cpp,
+  ControllerManager::update, PR #1499; no lines cited: the two stored versions that carry
+  its "Deactivating following controllers as their update resulted in an error" line are
+  served without a commit); Humble's does not (ros2_control issue #1873) and the error
+  repeats until a right-sized command arrives.
 - Until the first command after an activation nothing is written (lines 137-141); activating
   and deactivating both drop the kept command (lines 117-118, 127-128).
-- There is NO command timeout: when commands stop, the last one keeps being written. A
-  velocity controller keeps the arm moving at the last velocity until it is told otherwise or
-  deactivated; whoever publishes must send zeros (or hold) to stop.
-- velocity_controllers/JointGroupVelocityController (joint_group_velocity_controller.cpp,
-  @ 1044e67, lines 54-70) writes 0.0 to every velocity interface when deactivated; position
-  interfaces keep their last value. Both JointGroup*Controllers only fix `interface_name`.
+- There is NO command timeout: when commands stop, the last one keeps being written (update,
+  lines 132-166, reads no clock). A velocity controller keeps the arm moving at the last
+  velocity until it is told otherwise or deactivated; whoever publishes must send zeros (or
+  hold) to stop.
+- velocity_controllers/JointGroupVelocityController
+  (velocity_controllers/src/joint_group_velocity_controller.cpp @ 1044e677 (branch
+  unverified), lines 54-70) writes 0.0 to every velocity interface when deactivated;
+  position interfaces keep their last value. Both JointGroup*Controllers only fix
+  `interface_name` (same file, on_init, lines 30-52).
+- `joints` and `interface_name` are read-only
+  (forward_command_controller/src/forward_command_controller_parameters.yaml @ 47414ab9
+  (branch unverified), lines 2-9, 10-17); empty ones are refused with "'joints' parameter
+  was empty" and "'interface_name' parameter was empty"
+  (forward_command_controller/src/forward_command_controller.cpp @ 81f35b0c (branch
+  unverified; CHANGELOG.rst in the same commit tops at 1.1.0), lines 62-66, 74-78).
 
 A command interface is memory: `update` returns what the claimed interfaces hold (None until
 something was written, so the hardware holds), which is what a robot's hardware would act on.
@@ -137,7 +153,9 @@ class ForwardCommandController(Node):
 
     Named after the controller (default forward_position_controller or
     forward_velocity_controller), with the read-only parameters `joints` and `interface_name`
-    as upstream declares them (forward_command_controller_parameters.yaml), so
+    as upstream declares them
+    (forward_command_controller/src/forward_command_controller_parameters.yaml @ 47414ab9
+    (branch unverified), lines 2-17), so
     /<name>/get_parameters answers. A `joints` value in the parameter overrides wins over the
     argument; `interface` is fixed, as the JointGroup*Controllers fix it.
     """

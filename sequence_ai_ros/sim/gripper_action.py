@@ -1,24 +1,34 @@
 """
 gripper_action_controller as ros2_control runs it: a ROS-free core and the controller's node.
 
-The rules are ros-controls/ros2_controllers' (gripper_controllers/include/gripper_controllers/
-gripper_action_controller_impl.hpp @ 14728ce, position interface; parallel_gripper_controller
-keeps them):
+The rules are ros-controls/ros2_controllers'. Each cites `<path> @ <commit> (<branch>),
+lines A-B`; unless another file is named, the file is
+gripper_controllers/include/gripper_controllers/gripper_action_controller_impl.hpp
+@ 14728ce2 (branch unverified: it reads state with get_value() and parameters through
+generate_parameter_library; no package.xml or CHANGELOG.rst is stored at that commit),
+position interface. That parallel_gripper_controller keeps these rules was not checked in a
+stored version.
 
 - Every goal is accepted (goal_callback, lines 77-83) and replaces the active one, which ends
-  CANCELED with an empty result (preempt_active_goal, accepted_callback: lines 27-37, 85-112).
-  Its position goes to the position interface at once (hardware_interface_adapter.hpp
-  @ 0ddf0ff, lines 82-89): the finger's speed is the hardware's, not the controller's.
-- Each cycle (update and check_for_success, lines 56-74, 146-191): |goal - position| <
-  goal_tolerance succeeds with reached_goal; otherwise |velocity| > stall_velocity_threshold
-  restarts the stall clock (started at acceptance), and stall_timeout without motion ends the
-  goal stalled: ABORTED, or SUCCEEDED if allow_stalling. The result holds the measured position
-  and the previous cycle's effort command (the goal's max_effort). The goal's position stays
+  CANCELED with an empty result (preempt_active_goal, lines 27-37, called from
+  accepted_callback, lines 85-112, at line 93). Its position goes to the position interface
+  at once (gripper_controllers/include/gripper_controllers/hardware_interface_adapter.hpp
+  @ 0ddf0ff8 (branch unverified), lines 82-89): the finger's speed is the hardware's, not
+  the controller's.
+- Each cycle (update, lines 56-75, and check_for_success, lines 146-192): |goal - position| <
+  goal_tolerance succeeds with reached_goal (lines 156-165); otherwise |velocity| >
+  stall_velocity_threshold restarts the stall clock (lines 168-171; started at acceptance,
+  line 104), and stall_timeout without motion ends the goal stalled: ABORTED, or SUCCEEDED
+  if allow_stalling (lines 172-190). The result holds the measured position and the previous
+  cycle's effort command (the goal's max_effort; lines 68-73). The goal's position stays
   commanded after it ends: a blocked gripper keeps pressing.
 - A cancel is accepted; for the active goal the command becomes the measured position with the
-  max_effort parameter and the goal ends CANCELED (lines 114-144). Activation holds the
-  measured position (on_activate, lines 284-286). Results go out at action_monitor_rate
-  (lines 108-111).
+  max_effort parameter and the goal ends CANCELED (cancel_callback and set_hold_position,
+  lines 114-144). Activation holds the measured position (on_activate, lines 284-286).
+  Results go out at action_monitor_rate (lines 108-111).
+- Parameters, defaults and ranges:
+  gripper_controllers/src/gripper_action_controller_parameters.yaml @ 1bad1e37 (branch
+  unverified), lines 1-43; an empty joint is refused (on_configure, lines 211-216).
 
 So a goal fails realistically when the finger cannot come within goal_tolerance of it: beyond
 the finger's travel (the hardware stops at its limit) or blocked by something in the grip.
@@ -47,7 +57,12 @@ ACCEPTED_LOG = 'Received & accepted new action goal'
 
 @dataclass(frozen=True)
 class GripperSettings:
-    """The controller's parameters, upstream's names and defaults (its parameters yaml)."""
+    """
+    The controller's parameters, upstream's names and defaults.
+
+    gripper_controllers/src/gripper_action_controller_parameters.yaml @ 1bad1e37 (branch
+    unverified), lines 1-43.
+    """
 
     joint: str
     action_monitor_rate: float = 20.0
@@ -58,7 +73,15 @@ class GripperSettings:
     stall_timeout: float = 1.0
 
     def problem(self) -> str:
-        """Why these settings cannot configure the controller (upstream's checks), or ''."""
+        """
+        Why these settings cannot configure the controller (upstream's checks), or ''.
+
+        The empty joint:
+        gripper_controllers/include/gripper_controllers/gripper_action_controller_impl.hpp
+        @ 14728ce2 (branch unverified), on_configure, lines 211-216; the ranges:
+        gripper_controllers/src/gripper_action_controller_parameters.yaml @ 1bad1e37 (branch
+        unverified), lines 6-8, 17-19, 25-27. Non-finite values are the sim's refusal.
+        """
         if not self.joint:
             return 'Joint name cannot be empty'
         numbers = {k: v for k, v in vars(self).items() if isinstance(v, float)}

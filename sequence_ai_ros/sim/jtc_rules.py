@@ -1,22 +1,38 @@
 """
 What a stock joint_trajectory_controller (JTC) accepts, per ROS distro, ROS-free.
 
-Ported from ros-controls/ros2_controllers, joint_trajectory_controller/ (branches humble,
-jazzy, kilted). The source index this was read from serves file versions without a commit
-(or with a commit that is no branch tip), so every rule below is anchored by the upstream
-function and the exact text it logs, which is what one greps for in a branch:
+Ported from ros-controls/ros2_controllers (humble, jazzy, kilted). Each rule cites
+`<path> @ <commit> (<branch>), lines A-B` in a file version the source index stores; it
+keeps many versions per file but exposes few commits, none of them shown to be on the
+jazzy or kilted branch, so the versions below are the closest it serves:
 
-- src/joint_trajectory_controller.cpp, JointTrajectoryController::validate_trajectory_msg and
-  validate_trajectory_point_field (read in a jazzy-era version: get_lifecycle_state,
-  get_optional, new_trajectory_msg_, no speed scaling).
-- src/joint_trajectory_controller_parameters.yaml: names, defaults, validators.
-- CHANGELOG.rst of the humble branch (2.51.0, 2025-12-01) for what humble has: the
-  allow_nonzero_velocity_at_trajectory_end parameter (2.24.0, #705, default left true: 2.30.0
-  backported only the renames of #834), effort fields rejected (2.24.0, #699), cmd_timeout
-  (2.30.0, #609), empty trajectories rejected (2.33.0, #902), end time from the last point
-  (2.36.0, #1090); no sampling one cycle ahead (#1306 is jazzy 4.17.0 only).
-- doc/release_notes/Jazzy.rst (#834: default false from Jazzy on) and the Kilted release
-  notes (speed scaling #1191, PID anti-windup #1759: no change to what is accepted).
+- joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+  unverified): the version whose validate_trajectory_msg (lines 1995-2140) these checks
+  follow, check for check and in order. It has speed scaling (#1191, Kilted) and the PID
+  anti-windup (#1759), so it is on the Kilted-or-later master line, but also parameters no
+  release notes read here mention (positions_upsampling, allow_trajectory_replacement,
+  constraints.decelerate_on_cancel): it may be a pull-request branch.
+- joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 07749aa0 (master, 4.x:
+  package.xml in the same commit reads 4.5.0; humble is 2.x, iron 3.x, Jazzy ships 4.x),
+  the branch-checked cross-reference: validate_trajectory_msg lines 1340-1470 has the same
+  checks except that the end time sums every point's time (lines 1361-1380, before #1090),
+  "Empty trajectory received." comes after the joint and end-time checks (lines 1396-1400),
+  effort is refused with the humble words (lines 1461-1467), a point with no fields is
+  refused without a message (lines 1433-1452), and update samples at `time` (lines
+  176-179, before #1306).
+- joint_trajectory_controller/src/joint_trajectory_controller_parameters.yaml @ 02aa3725
+  (branch unverified; speed_scaling and antiwindup_strategy: Kilted-or-later): names,
+  defaults, validators, read_only.
+- joint_trajectory_controller/CHANGELOG.rst @ no commit exposed (humble: 2.x releases after
+  Iron's 3.x exist only on humble; top entry 2.51.0, 2025-12-01) for what humble has:
+  allow_nonzero_velocity_at_trajectory_end (2.24.0 #705, line 216; default left true:
+  2.30.0 backports only the renames of #834, line 178), effort refused (2.24.0 #699, line
+  215), cmd_timeout (2.30.0 #609, line 184), empty trajectories refused (2.33.0 #902, line
+  147), end time from the last point (2.36.0 #1090, line 125); no sampling one cycle ahead
+  (no #1306 entry; 2.38.0 has only #1297, line 98).
+- doc/release_notes/Jazzy.rst @ 3a1b0db1 (branch unverified), line 19: #834, default false
+  from Jazzy on; line 32: #902. No Kilted release notes are stored (doc/release_notes/ holds
+  Iron.rst and Jazzy.rst); speed scaling and anti-windup change nothing that is accepted.
 
 A message is described plainly (:class:`TrajectoryMsg`), so the rules run without rclpy.
 """
@@ -27,7 +43,8 @@ import math
 
 DISTROS = ('humble', 'jazzy', 'kilted')
 DEFAULT_DISTRO = 'jazzy'
-# std::numeric_limits<float>::epsilon(): upstream's "is this velocity zero" threshold.
+# std::numeric_limits<float>::epsilon(): upstream's "is this velocity zero" threshold
+# (joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8, line 2045).
 FLOAT_EPSILON = 1.1920928955078125e-07
 INTERPOLATION_METHODS = ('splines', 'none')
 COMMAND_INTERFACE_TYPES = ('position', 'velocity', 'acceleration', 'effort')
@@ -72,6 +89,11 @@ class JtcParams:
     Nested upstream names are flattened: `goal_time` is `constraints.goal_time`,
     `stopped_velocity_tolerance` is `constraints.stopped_velocity_tolerance`
     (:data:`ROS_NAMES`). `state_publish_rate` exists on humble only (None elsewhere).
+    Defaults: joint_trajectory_controller/src/joint_trajectory_controller_parameters.yaml
+    @ 02aa3725 (branch unverified), lines 2-135 and 204-217. That version has no
+    `open_loop_control` (its successor `interpolate_from_desired_state` is lines 80-94);
+    joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 07749aa0 (master,
+    4.5.0) still reads it, line 164.
     """
 
     joints: tuple[str, ...] = ()
@@ -95,7 +117,9 @@ class JtcParams:
 ROS_NAMES = {f.name: f.name for f in fields(JtcParams) if f.name != 'distro'}
 ROS_NAMES.update(goal_time='constraints.goal_time',
                  stopped_velocity_tolerance='constraints.stopped_velocity_tolerance')
-# Structural parameters are read_only in the upstream YAML (#771); the rest are dynamic (#761).
+# Structural parameters are read_only in the upstream YAML (#771; humble CHANGELOG.rst line
+# 187); the rest are dynamic (#761, line 176): joint_trajectory_controller_parameters.yaml
+# @ 02aa3725 (branch unverified), read_only at lines 6, 20, 29, 41, 109 and 118.
 READ_ONLY = frozenset({'joints', 'command_joints', 'command_interfaces', 'state_interfaces',
                        'interpolation_method', 'action_monitor_rate', 'state_publish_rate'})
 
@@ -104,9 +128,14 @@ def defaults(distro: str) -> JtcParams:
     """
     Upstream defaults of `distro` ('humble' | 'jazzy' | 'kilted'); ValueError otherwise.
 
-    allow_nonzero_velocity_at_trajectory_end: true on humble (#705, never flipped there), false
-    from jazzy on (#834, doc/release_notes/Jazzy.rst). state_publish_rate: humble only (its
-    2.40.0 changelog still tunes it; removed in Iron by #520).
+    allow_nonzero_velocity_at_trajectory_end: true on humble (#705, never flipped there:
+    joint_trajectory_controller/CHANGELOG.rst @ no commit exposed (humble), lines 216 and
+    178), false from jazzy on (#834: doc/release_notes/Jazzy.rst @ 3a1b0db1 (branch
+    unverified), line 19;
+    joint_trajectory_controller/src/joint_trajectory_controller_parameters.yaml @ 02aa3725
+    (branch unverified), lines 123-127). state_publish_rate: humble only
+    (joint_trajectory_controller/CHANGELOG.rst @ no commit exposed (humble), line 84: 2.40.0
+    still tunes it; its removal in Iron, #520, was not found in a stored version).
     """
     if distro not in DISTROS:
         raise ValueError(f"controller_distro must be one of {DISTROS}, got '{distro}'")
@@ -126,12 +155,29 @@ def with_values(params: JtcParams, values: dict[str, object]) -> JtcParams:
 
 
 def samples_next_cycle(distro: str) -> bool:
-    """Whether the command is sampled one control period ahead (jazzy 4.17.0, #1306)."""
+    """
+    Whether the command is sampled one control period ahead (#1306).
+
+    joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+    unverified), lines 346-349 sample at traj_time_ + update_period_;
+    joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 07749aa0 (master,
+    4.5.0), lines 176-179 still sample at `time`; joint_trajectory_controller/CHANGELOG.rst
+    @ no commit exposed (humble) has no #1306 entry (2.38.0 has #1297 only, line 98). Which
+    jazzy release took #1306 was not re-checked.
+    """
     return distro != 'humble'
 
 
 def effort_reason(distro: str) -> str:
-    """Upstream's text for a point with effort on a controller without an effort interface."""
+    """
+    Upstream's text for a point with effort on a controller without an effort interface.
+
+    Humble: joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 07749aa0
+    (master, 4.5.0), lines 1461-1467, the words #699 brought
+    (joint_trajectory_controller/CHANGELOG.rst @ no commit exposed (humble), line 215).
+    Later: joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8
+    (branch unverified), lines 2129-2137.
+    """
     if distro == 'humble':
         return 'Trajectories with effort fields are currently not supported.'
     return ('Trajectories with effort fields are only supported for controllers using the '
@@ -140,7 +186,12 @@ def effort_reason(distro: str) -> str:
 
 def _field_reason(count: int, values: Sequence[float], name: str, index: int,
                   allow_empty: bool) -> str | None:
-    """Port of validate_trajectory_point_field: 'Mismatch between joint_names size ...'."""
+    """
+    Port of validate_trajectory_point_field: 'Mismatch between joint_names size ...'.
+
+    joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+    unverified), lines 1976-1993.
+    """
     if allow_empty and not values:
         return None
     if len(values) != count:
@@ -150,7 +201,12 @@ def _field_reason(count: int, values: Sequence[float], name: str, index: int,
 
 
 def _point_reason(point: Point, index: int, count: int, params: JtcParams) -> str | None:
-    """Check one point as validate_trajectory_msg does, in upstream's order."""
+    """
+    Check one point as validate_trajectory_msg does, in upstream's order.
+
+    joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+    unverified), lines 2093-2128 (with allow_integration_in_goal_trajectories: 2095-2120).
+    """
     if params.allow_integration_in_goal_trajectories:
         if not point.positions and not point.velocities and not point.accelerations:
             return 'The given trajectory has no position, velocity, or acceleration points.'
@@ -174,10 +230,13 @@ def validate_trajectory(msg: TrajectoryMsg, params: JtcParams, now: float,
     """
     Return None if a stock JTC of `params.distro` accepts `msg` at time `now`, else its reason.
 
-    The checks and their order are validate_trajectory_msg's: partial joints, empty names,
-    no points, unknown joint, moving last point, stamped and already over, then per point
-    strictly increasing times, the fields each point must carry, and effort. The reason is
-    the RCLCPP_ERROR text with the values printf fills in (%f: six decimals; %.15f).
+    The checks and their order are validate_trajectory_msg's,
+    joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+    unverified), lines 1995-2140: partial joints (1998-2009), empty names (2011-2016), no
+    points (2018-2023), unknown joint (2025-2038), moving last point (2040-2054), stamped
+    and already over (2056-2073), then per point strictly increasing times (2078-2088), the
+    fields each point must carry (2093-2128), and effort (2129-2137). The reason is the
+    RCLCPP_ERROR text with the values printf fills in (%f: six decimals; %.15f).
     """
     names = msg.joint_names
     if not params.allow_partial_joints_goal and len(names) != len(params.joints):
@@ -220,10 +279,14 @@ def sim_checks(msg: TrajectoryMsg) -> str | None:
     """
     Return why the sim refuses a message upstream would accept and then execute badly.
 
-    Upstream checks none of these: a NaN is written to the hardware; a repeated name leaves a
-    joint at 0.0 after sort_to_local_joint_order; two points with accelerations but without
-    velocities match no branch of interpolate_between_points (trajectory.cpp), which then
-    outputs zeros. The sim holds instead. Every reason starts with 'sim:'.
+    Upstream checks none of these: validate_trajectory_msg has no finiteness check, so a
+    NaN is written to the hardware; a repeated name leaves a joint at 0.0 after
+    sort_to_local_joint_order (joint_trajectory_controller/src/joint_trajectory_controller.cpp
+    @ 38679ea8 (branch unverified), lines 1995-2140 and 1927-1974); two points with
+    accelerations but without velocities match no branch of interpolate_between_points
+    (joint_trajectory_controller/src/trajectory.cpp @ 01936294 (branch unverified), lines
+    191-192 and 207-298, after deduce_from_derivatives, lines 301-334), which then outputs
+    the zeros of lines 178-180. The sim holds instead. Every reason starts with 'sim:'.
     """
     if len(set(msg.joint_names)) != len(msg.joint_names):
         return f'sim: repeated joint names {list(msg.joint_names)}'
@@ -248,7 +311,11 @@ def effective_cmd_timeout(params: JtcParams) -> tuple[float, str | None]:
     """
     Return the cmd_timeout on_activate keeps, and upstream's warning if it drops it.
 
-    A timeout that is not greater than constraints.goal_time is switched off, with a warning.
+    A timeout that is not greater than constraints.goal_time is switched off, with a warning:
+    on_activate, joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8
+    (branch unverified), lines 1259-1278; the same in
+    joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 07749aa0 (master,
+    4.5.0), lines 940-960.
     """
     if params.cmd_timeout <= 0.0:
         return 0.0, None
@@ -259,7 +326,23 @@ def effective_cmd_timeout(params: JtcParams) -> tuple[float, str | None]:
 
 
 def check_configuration(params: JtcParams) -> str | None:
-    """Return why on_configure (or a parameter validator) would refuse `params`, or None."""
+    """
+    Return why on_configure (or a parameter validator) would refuse `params`, or None.
+
+    Validators: joint_trajectory_controller/src/joint_trajectory_controller_parameters.yaml
+    @ 02aa3725 (branch unverified): unique<> (lines 8, 22, 31, 43), size_gt<> (9, 32, 44),
+    subset_of<> (33, 45), one_of<> (120), gt_eq (111, 215). on_configure in
+    joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+    unverified): "'command_interfaces' parameter is empty." (lines 883-887),
+    "'state_interfaces' parameter is empty." (922-926). "'joints' parameter is empty." is
+    the warning of joint_trajectory_controller/src/joint_trajectory_controller.cpp
+    @ 07749aa0 (master, 4.5.0), lines 641-645, after which it goes on; size_gt<> (line 9)
+    is what refuses it. "'position' state interface is required" is the sim's words for
+    state_interface_type_combinations in
+    joint_trajectory_controller/include/joint_trajectory_controller/validate_jtc_parameters.hpp
+    @ 01936294 (branch unverified), lines 67-95, which refuses every non-empty set without
+    'position'.
+    """
     for name in ('joints', 'command_joints', 'command_interfaces', 'state_interfaces'):
         values = getattr(params, name)
         if len(set(values)) != len(values):

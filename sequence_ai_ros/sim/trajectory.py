@@ -4,27 +4,37 @@ Trajectory execution as ros2_control's joint_trajectory_controller (JTC) does it
 Times are plain seconds on one clock the caller chooses (the sim passes its ROS clock, the
 clock `header.stamp` is written in); nothing here reads a clock, so tests inject time.
 
-Ported from ros-controls/ros2_controllers joint_trajectory_controller/src/ (humble, jazzy,
-kilted): trajectory.cpp Trajectory::sample, and from joint_trajectory_controller.cpp
-topic_callback, update, fill_partial_goal, sort_to_local_joint_order, set_hold_position and
-on_activate. What that means:
+Ported from ros-controls/ros2_controllers; each rule cites `<path> @ <commit> (<branch>),
+lines A-B` (how each version's branch was, or was not, established: jtc_rules). In
+joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+unverified) unless another version is named:
 
-- A message is checked on receipt (jtc_rules); a rejected one changes nothing and its reason
-  is logged with upstream's text. An accepted one waits in a one-slot buffer: the *next*
-  update replaces the running trajectory with the newest message (topics never queue).
+- A message is checked on receipt (jtc_rules; topic_callback, lines 1508-1524); a rejected
+  one changes nothing and its reason is logged with upstream's text. An accepted one waits in
+  a one-slot buffer (add_new_trajectory_msg, lines 2142-2146): the *next* update replaces
+  the running trajectory with the newest message (lines 279-302; topics never queue).
 - Joints the message omits (allow_partial_joints_goal) keep their last commanded position,
-  with zero velocity/acceleration where the message has those fields.
-- The first update of a new trajectory takes the point before it: the measured state at that
-  time (the last command with open_loop_control). A zero stamp starts the trajectory at that
-  update; before point 0 the segment runs from that state to point 0, whose spline the
-  fields both ends carry select (measured velocities only with a 'velocity' state interface).
-  A stamped trajectory already under way is joined where it is now.
-- After the last point its positions are commanded on. cmd_timeout (off at 0, and dropped
-  unless greater than constraints.goal_time) counts from the last point's time: once it is
-  exceeded, "Aborted due to command timeout" and the controller holds the measured position.
+  with zero velocity/acceleration where the message has those fields (fill_partial_goal,
+  lines 1654-1733).
+- The first update of a new trajectory takes the point before it (lines 314-333): the
+  measured state at that time, or the last command with open_loop_control
+  (joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 07749aa0 (master,
+  4.5.0), lines 157-173; 38679ea8 calls it interpolate_from_desired_state). Measured
+  velocities count only with a 'velocity' state interface (lines 633-653). In
+  joint_trajectory_controller/src/trajectory.cpp @ 01936294 (branch unverified): a zero
+  stamp starts the trajectory at that update (lines 75-84); before point 0 the segment runs
+  from that state to point 0 (lines 97-119), whose spline the fields both ends carry select
+  (lines 191-192, 207-298); a stamped trajectory already under way is joined where it is
+  now (lines 121-151); after the last point its positions are commanded on (lines 153-166).
+- cmd_timeout (off at 0, and dropped unless greater than constraints.goal_time: lines
+  1259-1278) counts from the last point's time: once it is exceeded, "Aborted due to command
+  timeout" and the controller holds the measured position (lines 370-389).
 - At activation, and on hold(), the controller holds the measured position (a one-point,
-  zero-time trajectory), as set_hold_position() does.
-- Jazzy and kilted command the sample one control period ahead (#1306); humble the sample now.
+  zero-time trajectory), as set_hold_position() does (lines 1255-1257, 2163-2173;
+  init_hold_position_msg, lines 2386-2410).
+- Jazzy and kilted command the sample one control period ahead (#1306, lines 346-349);
+  humble the sample now (joint_trajectory_controller/src/joint_trajectory_controller.cpp
+  @ 07749aa0 (master, 4.5.0), lines 176-179, the form before #1306).
 """
 
 from collections.abc import Callable, Sequence
@@ -43,13 +53,19 @@ def _array(values: Sequence[float]) -> np.ndarray | None:
 
 
 class Trajectory:
-    """One accepted message in controller joint order, sampled as trajectory.cpp samples it."""
+    """
+    One accepted message in controller joint order, sampled as trajectory.cpp samples it.
+
+    Trajectory::sample: joint_trajectory_controller/src/trajectory.cpp @ 01936294 (branch
+    unverified), lines 60-167.
+    """
 
     def __init__(self, msg: TrajectoryMsg) -> None:
         self.msg = msg
         self.start_time = msg.stamp
         self.times = np.array(msg.times, dtype=float)
-        # Working copies: deduce_from_derivatives fills them in place, as upstream does.
+        # Working copies: deduce_from_derivatives fills them in place, as upstream does
+        # (joint_trajectory_controller/src/trajectory.cpp @ 01936294, lines 301-334).
         self.points = [State(_array(p.positions), _array(p.velocities), _array(p.accelerations))
                        for p in msg.points]
         self.sampled_already = False
@@ -66,7 +82,9 @@ class Trajectory:
         """
         Return (state, index of the segment's start point, before the last point?) at `t`.
 
-        None before the point before the trajectory (upstream: "not a valid point").
+        None before the point before the trajectory (upstream: "not a valid point";
+        joint_trajectory_controller/src/trajectory.cpp @ 01936294 (branch unverified), lines
+        86-90).
         """
         if not self.sampled_already:
             if self.start_time == 0.0:
@@ -130,7 +148,12 @@ class TrajectoryExecutor:
         return self._holding
 
     def set_params(self, params: JtcParams) -> None:
-        """Apply dynamic parameters (upstream refreshes them every update, #761)."""
+        """
+        Apply dynamic parameters (upstream refreshes them every update, #761).
+
+        joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+        unverified), lines 264-274.
+        """
         if params.joints != self.params.joints:
             raise ValueError('joints are read-only')
         self.params = params
@@ -160,21 +183,36 @@ class TrajectoryExecutor:
         return self._accepted
 
     def receive(self, msg: TrajectoryMsg, now: float) -> str | None:
-        """Check `msg` as topic_callback does and queue it; None if accepted, else the reason."""
+        """
+        Check `msg` as topic_callback does and queue it; None if accepted, else the reason.
+
+        joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+        unverified), lines 1508-1524.
+        """
         reason = self.check(msg, now)
         if reason is None:
             self.accept(msg)
         return reason
 
     def succeed(self) -> None:
-        """Go on commanding the last point at rest (set_success_trajectory_point)."""
+        """
+        Go on commanding the last point at rest (set_success_trajectory_point).
+
+        joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+        unverified), lines 2263-2275.
+        """
         if self._trajectory is not None:
             last = replace(self._trajectory.msg.points[-1], time_from_start=0.0)
             self._pending, self._pending_number = TrajectoryMsg(self.params.joints, (last,)), 0
             self._holding = True
 
     def hold(self) -> None:
-        """Hold the last measured position from the next update on (set_hold_position)."""
+        """
+        Hold the last measured position from the next update on (set_hold_position).
+
+        joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+        unverified), lines 2163-2173.
+        """
         if self._last_state.positions is not None:
             self._pending, self._pending_number = self._hold_msg(self._last_state.positions), 0
             self._holding = True
@@ -221,7 +259,12 @@ class TrajectoryExecutor:
         return self._command.copy()
 
     def _activate(self, now: float, state: State) -> None:
-        """Do what on_activate does: hold the measured position, parse cmd_timeout."""
+        """
+        Do what on_activate does: hold the measured position, parse cmd_timeout.
+
+        joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+        unverified), lines 1255-1278.
+        """
         assert state.positions is not None
         self._activated = True
         self._command = state.positions.copy()
@@ -234,11 +277,21 @@ class TrajectoryExecutor:
             self._log('warn', warning)
 
     def _hold_msg(self, positions: np.ndarray) -> TrajectoryMsg:
-        """Build init_hold_position_msg's message: one point at `positions`, stamp 0, time 0."""
+        """
+        Build init_hold_position_msg's message: one point at `positions`, stamp 0, time 0.
+
+        joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+        unverified), lines 2386-2410, filled by set_hold_position, lines 2163-2173.
+        """
         return TrajectoryMsg(self.params.joints, (Point(tuple(float(v) for v in positions)),))
 
     def _filled(self, msg: TrajectoryMsg) -> TrajectoryMsg:
-        """Port of fill_partial_goal: add the missing joints, holding their last command."""
+        """
+        Port of fill_partial_goal: add the missing joints, holding their last command.
+
+        joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+        unverified), lines 1654-1733.
+        """
         missing = [name for name in self.params.joints if name not in msg.joint_names]
         if not missing:
             return msg
@@ -253,7 +306,12 @@ class TrajectoryExecutor:
         return TrajectoryMsg(msg.joint_names + tuple(missing), points, msg.stamp)
 
     def _sorted(self, msg: TrajectoryMsg) -> TrajectoryMsg:
-        """Port of sort_to_local_joint_order: every field in the controller's joint order."""
+        """
+        Port of sort_to_local_joint_order: every field in the controller's joint order.
+
+        joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
+        unverified), lines 1927-1974.
+        """
         order = [msg.joint_names.index(name) for name in self.params.joints]
 
         def remap(values: tuple[float, ...]) -> tuple[float, ...]:
