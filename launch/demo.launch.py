@@ -84,7 +84,11 @@ def generate_launch_description():
         namespace=LaunchConfiguration('namespace'),
         # Typed: '1' from the command line would otherwise arrive as an integer.
         parameters=[{'time_scale': ParameterValue(LaunchConfiguration('time_scale'),
-                                                  value_type=float)}],
+                                                  value_type=float)},
+                    # The controllers file a team copies; the gripper on a one-joint JTC.
+                    PathJoinSubstitution([FindPackageShare(PACKAGE), 'config', 'ros2_control',
+                                          'panda_controllers.yaml']),
+                    {'gripper_controller': 'gripper_trajectory_controller'}],
         output='screen')
     policy = IncludeLaunchDescription(
         PythonLaunchDescriptionSource(
@@ -98,6 +102,8 @@ def generate_launch_description():
             'instruction': LaunchConfiguration('instruction'),
             'autostart': 'true',
             'aggregator': LaunchConfiguration('aggregator'),
+            'gripper_interface': 'trajectory',
+            'gripper_controller': 'gripper_trajectory_controller',
         }.items())
     return LaunchDescription([
         DeclareLaunchArgument('model', default_value='pi05_droid',

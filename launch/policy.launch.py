@@ -15,6 +15,12 @@
 #   base_url            gateway URL; '' keeps the file's (then $SEQUENCES_BASE_URL, then hosted)
 #   hold_service        std_srvs/Trigger called on every hold; '' keeps the file's
 #   instruction         the task in words; '' keeps the file's
+#   output_mode         trajectory_plan, trajectory_stream, forward_position, forward_velocity;
+#                       '' keeps the file's (README, "Which controller")
+#   controller_name     the arm's controller (its topic and get_parameters); '' keeps the file's
+#   gripper_interface   action, trajectory, forward_position or with_arm; '' keeps the file's
+#   gripper_controller  the gripper's controller; '' keeps the file's
+#   gripper_action_name the GripperCommand action, e.g. franka_gripper/gripper_action
 #   autostart           configure and activate at once (false: use `ros2 lifecycle set`)
 #   aggregator          also start diagnostic_aggregator (/diagnostics_agg, for
 #                       rqt_robot_monitor) where it is installed (default false)
@@ -46,7 +52,8 @@ PACKAGE = 'sequence_ai_ros'
 COMMAND_TOPIC = 'joint_trajectory_controller/joint_trajectory'
 # String parameters that an argument overrides only when given: an empty launch argument
 # would otherwise replace the file's value (and launch_ros cannot even type an empty string).
-OVERRIDES = ('base_url', 'hold_service', 'instruction')
+OVERRIDES = ('base_url', 'hold_service', 'instruction', 'output_mode', 'controller_name',
+             'gripper_interface', 'gripper_controller', 'gripper_action_name')
 
 
 def _policy_node(context):
@@ -108,6 +115,8 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'instruction', default_value='',
             description="the task in words; '' keeps the parameter file's"),
+        *(DeclareLaunchArgument(name, default_value='', description=f"{name}; '' keeps the "
+                                "parameter file's") for name in OVERRIDES[3:]),
         DeclareLaunchArgument(
             'autostart', default_value='true',
             description='configure and activate the node at once'),

@@ -279,8 +279,11 @@ def start(processes: list[Ros2Process], args: list[str], env: dict[str, str],
 def sim_arm(processes: list[Ros2Process], env: dict[str, str], cwd: Path, namespace: str,
             command_topic: str = '') -> Ros2Process:
     """Start the simulated arm with `ros2 run` in `namespace`, commanded on `command_topic`."""
+    # As on a robot: the shipped controllers file, the gripper on its GripperCommand action
+    # (control_msgs comes from the same wheelhouse as ros2 launch), the arm's JTC on 7 joints.
     args = ['run', PACKAGE, 'sim_arm', '--ros-args', '-r', f'__ns:=/{namespace}',
-            '-p', f'time_scale:={SCALE}']
+            '-p', f'time_scale:={SCALE}', '-p', 'gripper_controller:=gripper_action_controller',
+            '--params-file', str(REPO / 'config/ros2_control/panda_controllers.yaml')]
     if command_topic:
         args += ['-r', f'{COMMANDS}:={command_topic}']
     arm = start(processes, args, env, cwd)

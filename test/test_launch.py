@@ -163,7 +163,10 @@ if launch_testing is not None:
                 PathJoinSubstitution([FindPackageShare(PACKAGE), 'launch', 'policy.launch.py'])),
             launch_arguments={'model': 'pi05_droid', 'namespace': NAMESPACE,
                               'base_url': f'http://127.0.0.1:{port}',
-                              'hold_service': 'sim_arm/hold'}.items())
+                              'hold_service': 'sim_arm/hold',
+                              # The sim's gripper is its default one-joint trajectory controller.
+                              'gripper_interface': 'trajectory',
+                              'gripper_controller': 'gripper_trajectory_controller'}.items())
         return LaunchDescription([
             # The node insists on a key to send; the keyless gateway accepts any.
             SetEnvironmentVariable('SEQUENCES_API_KEY', 'local-gateway-auth-disabled'),
@@ -218,8 +221,8 @@ if launch_testing is not None:
                 JointTrajectory, f'/{NAMESPACE}/joint_trajectory_controller/joint_trajectory',
                 received.append, 10)
             self.assertTrue(self.spin_until(lambda: received, 60.0), 'no JointTrajectory')
-            self.assertEqual(list(received[0].joint_names),
-                             [*arm_model.JOINT_NAMES, arm_model.GRIPPER_JOINT])
+            # The arm's joints only: the gripper goes to its own controller.
+            self.assertEqual(list(received[0].joint_names), list(arm_model.JOINT_NAMES))
             self.assertTrue(received[0].points)
 
     @launch_testing.post_shutdown_test()

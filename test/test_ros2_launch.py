@@ -123,8 +123,9 @@ def probe(ros):
 
 
 def arm_joint_names():
+    """Return the arm controller's joints: the gripper has a controller of its own."""
     from sequence_ai_ros import arm_model
-    return [*arm_model.JOINT_NAMES, arm_model.GRIPPER_JOINT]
+    return list(arm_model.JOINT_NAMES)
 
 
 # -- policy.launch.py ----------------------------------------------------------------------------
@@ -156,8 +157,9 @@ def test_policy_launch_applies_every_argument_and_commands_the_remapped_topic(
     assert probe.wait(f'/la/{NODE}/episode_outcome'), launch.tail()
     outcome = json.loads(outcomes[0].data)
     assert (outcome['outcome'], outcome['actions']) == ('completed', 45), outcome
-    assert probe.parameters(f'/la/{NODE}', 'instruction', 'hardware_id', 'model') == [
-        'put the cube in the bowl', 'arm-under-test', 'pi05-droid']
+    assert probe.parameters(f'/la/{NODE}', 'instruction', 'hardware_id', 'model',
+                            'output_mode', 'gripper_interface') == [
+        'put the cube in the bowl', 'arm-under-test', 'pi05-droid', 'trajectory_plan', 'action']
     assert not unmapped, 'a command went to the topic command_topic replaces'
     ends_cleanly_on_ctrl_c(launch)
 
@@ -245,10 +247,6 @@ def test_demo_launch_ends_with_exit_0_on_ctrl_c(demo_run):
     assert 'process has finished cleanly' in launch.output
 
 
-@pytest.mark.xfail(strict=False, reason=(
-    'sim_arm (sequence_ai_ros/sim/node.py main) does not ignore a second SIGINT during its '
-    'shutdown: a terminal Ctrl-C reaches it, then launch forwards another, and it can die '
-    'with exit code -2 ([ERROR] ... process has died); the policy node ignores the second'))
 def test_demo_launch_every_process_finishes_cleanly_on_ctrl_c(demo_run):
     assert 'process has died' not in demo_run['launch'].output, demo_run['launch'].tail()
 

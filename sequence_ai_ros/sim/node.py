@@ -19,6 +19,7 @@ the clock JTC uses and `header.stamp` is written in; with use_sim_time it follow
 """
 
 from collections.abc import Sequence
+import signal
 import sys
 from typing import Any
 
@@ -175,6 +176,10 @@ def main(args: list[str] | None = None) -> None:
     try:
         spin_until_shutdown(executor)
     finally:
+        # A terminal's Ctrl-C and launch's forwarded SIGINT both arrive: the second must not
+        # cut the shutdown short (the process would die with -2 instead of finishing cleanly).
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         summary = f'final task distance {node.task_distance():.3f} m, holds {node.hold_count}'
         # Logged after destroy_node: a signal may have taken the rosout publisher already.
         node.destroy_controllers()
