@@ -484,12 +484,25 @@ def test_every_command_is_one_a_stock_controller_accepts(gateway, launch, mode):
     assert after[0][0] - stop_asked < CONTROL_PERIOD_S + 0.1
 
 
-def test_rtc_join_drives_an_episode_with_prefixed_requests(gateway, launch):
+@pytest.fixture(scope='module')
+def rtc_gateway():
+    """Latency well below every chunk at a time scale where the node's overheads stay small."""
+    with GatewayProcess(['--time-scale', '0.5', '--start-warm', '--latency-median-s', '0.15'],
+                        keys={KEY: 10**6}) as gw:
+        yield gw
+
+
+@pytest.mark.parametrize('model', ['pi05-droid', 'cosmos3-edge-policy-droid', 'lingbot-va-5b',
+                                   'lingbot-vla-v2-6b'])
+def test_rtc_join_drives_an_episode_with_prefixed_requests(rtc_gateway, launch, model):
     """join_mode rtc through the node: requests carry the prefix, the gateway honours it."""
-    robot, process = launch(gateway, max_actions=90, join_mode='rtc', smooth_seam=4)
+    from sequence_ai_ros.gateway.catalogue import load_catalogue
+    actions = 6 * load_catalogue().get(model).action_horizon
+    robot, process = launch(rtc_gateway, model=model, max_actions=actions, join_mode='rtc',
+                            smooth_seam=4, max_step_change=1.0)
     bring_up(robot, process)
-    result = outcome(robot, timeout=30)
-    assert result['outcome'] == 'completed' and result['actions'] == 90, result
+    result = outcome(robot, timeout=60)
+    assert result['outcome'] == 'completed' and result['actions'] == actions, result
     assert result['prefixes_sent'] >= 1, result
     assert result['rtc_fallback'] is False, result
     assert result['prefix_violations'] == 0, result
