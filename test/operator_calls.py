@@ -14,7 +14,6 @@ from operator_steps import BOUND_S
 from ros_harness import commands_after
 from sequence_ai_ros.service_calls import call_service
 
-# -- the lifecycle ---------------------------------------------------------------------------
 
 def refused_transition(s: Session, transition_id: int) -> bool:
     """Ask for a transition that must be refused; True if it was (no lost-reply guess)."""

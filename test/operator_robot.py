@@ -32,6 +32,7 @@ GATE_PERIOD_S = 0.1
 OUT_OF_LIMITS = 50.0  # rad/s: one 1/75 s step of it is 0.67 rad, over max_step_change 0.5
 EPS = 1e-6
 
+
 class AuditedRobot(Robot):
     """The ros_harness Robot with a safety gate, a say over its hold service, and an auditor."""
 

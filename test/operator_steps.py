@@ -122,7 +122,7 @@ def action_outside_limits(s: Session) -> str:
 # -- the gateway -----------------------------------------------------------------------------
 
 def refusal(case) -> Callable[[Session], str]:
-    """Return a step for a deterministic refusal (401, 402): it ends at once, no retry."""
+    """Return the step of a deterministic refusal, 401 or 402: it ends at once, no retry."""
     def run_refusal(s: Session) -> str:
         seen = s.proxy.stats().faults.get('respond', 0)
         run = s.begin()

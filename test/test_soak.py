@@ -36,3 +36,35 @@ def test_a_short_soak_keeps_every_invariant(ros):
     # Really a schedule of faults: many steps of many kinds, episodes ending every way.
     assert report['steps'] >= 15 and len(report['faults_by_kind']) >= 10, report
     assert report['holds_due'] >= 10, report
+
+
+def test_rewriting_the_fault_matrix_keeps_the_soak_section():
+    """scripts/reliability_matrix.py writes docs/RELIABILITY.md whole; the soak's part stays."""
+    import importlib.util
+    from pathlib import Path
+
+    from soak_report import BEGIN, END, keep_section, replace_section, section
+    script = Path(__file__).resolve().parents[1] / 'scripts' / 'reliability_matrix.py'
+    spec = importlib.util.spec_from_file_location('reliability_matrix', script)
+    matrix = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(matrix)
+
+    def report(minutes):
+        return {'minutes': minutes, 'seed': 5, 'wall_s': 70.0, 'steps': 3, 'episodes': 4,
+                'outcomes': {'stopped': 4}, 'unsafe_commands': 0, 'holds_due': 3,
+                'holds_late': 0, 'tightest_hold': ('stop_episode', 0.01, 0.51), 'failures': [],
+                'stalls': [], 'process_alive': True, 'tracebacks': 0,
+                'samples': [(0.0, 100, 20, 19), (60.0, 101, 20, 19)],
+                'slopes_per_hour': {'rss_kib': 60.0, 'fds': 0.0, 'threads': 0.0},
+                'faults_by_kind': {'stop service': 3}, 'areas': {'stop service': 'ending'}}
+
+    first = section(report(1.0), 'scripts/soak.py --minutes 1 --seed 5')
+    doc = replace_section(matrix.render([], 0, 1.0, []), first)
+    regenerated = keep_section(matrix.render([], 0, 2.0, []), doc)
+    assert regenerated.count(BEGIN) == regenerated.count(END) == 1
+    assert first.strip() in regenerated and regenerated.startswith('# Reliability')
+    second = section(report(20.0), 'scripts/soak.py --minutes 20 --seed 5')
+    replaced = replace_section(regenerated, second)
+    assert replaced.count(BEGIN) == 1 and second.strip() in replaced
+    assert first.strip() not in replaced
+    assert keep_section('# new\n', '# old, no soak yet\n') == '# new\n'
