@@ -156,6 +156,9 @@ class Session:
         run.ended, run.result = time.monotonic(), result
         sent = commands_after(robot, run.started)
         assert result['outcome'] == 'completed' or held is not None, 'the last command is no hold'
+        if held is not None and robot.hold_offered:
+            assert wait_until(lambda: [t for t in robot.hold_times if t > run.started], 3), \
+                'the hold service was not called'
         if held is not None and commands_after(robot, held):
             self.unsafe.append(f'{len(commands_after(robot, held))} commands after the final hold')
         for what, deadline in self._due:
