@@ -34,11 +34,12 @@ from ros_harness import (
     is_hold,
     MOTION,
     moving_after,
+    NODE_ENV,
     NODE_KEY,
     node_parameters,
     NODE_SCALE,
     outcome_after,
-    running_node,
+    PolicyNodeProcess,
     RunningNode,
     status_values,
     statuses_after,
@@ -126,7 +127,9 @@ class Session:
         """Reset the robot, wait for fresh inputs, start an episode and wait for motion."""
         robot = self.robot
         robot.reset()
-        self.expect_status('inputs', OK, 'fresh', time.monotonic() + 0.05)
+        # Fresh inputs, the gate heard open: a gate never heard counts as closed at once.
+        self.expect_status('inputs', OK, 'fresh', time.monotonic() + 0.05,
+                           values={'safety gate open': 'yes'})
         run = Run(len(robot.outcomes), time.monotonic())
         robot.quiet = False
         answer = robot.start_episode()
@@ -246,11 +249,16 @@ class Session:
     # -- /diagnostics ------------------------------------------------------------------------
 
     def expect_status(self, part: str, level: bytes, text: str, since: float,
-                      timeout: float = 5.0) -> DiagnosticStatus:
-        """Wait for a `part` status at `level` whose message holds `text`, sent after `since`."""
+                      timeout: float = 5.0, values: dict | None = None) -> DiagnosticStatus:
+        """
+        Wait for a `part` status at `level` whose message holds `text`, sent after `since`.
+
+        With `values`, its key/values must hold those too.
+        """
         def found():
             return [s for _, s in statuses_after(self.robot, since, part)
-                    if s.level == level and text in s.message]
+                    if s.level == level and text in s.message
+                    and (values or {}).items() <= status_values(s).items()]
         seen = wait_until(found, timeout)
         recent = [(s.level, s.message) for _, s in statuses_after(self.robot, since, part)][-3:]
         assert seen, f'no {part} status {level!r} with {text!r} after {since}: {recent}'
@@ -323,21 +331,30 @@ def real_answer(gateway: GatewayProcess) -> dict:
 
 @contextlib.contextmanager
 def operator_session(ros, namespace: str = NAMESPACE):
-    """Start gateway, proxy and node, run the warm-up episode, yield the Session; stop all."""
+    """
+    Start gateway, proxy and node, run a warm-up episode, yield the Session; stop them all.
+
+    Not ros_harness.running_node: its warm-up starts at once after activate, and a gate not
+    heard yet ends that episode (rightly). The warm-up fills the connection pool, so the
+    baseline of threads and sockets compares like with like.
+    """
     gateway = session_gateway().start()
     proxy = FaultProxy('127.0.0.1', gateway.port).start()
+    params = session_parameters(proxy.url())
+    robot = AuditedRobot(ros.node, namespace, params)
+    process = PolicyNodeProcess(namespace, params, NODE_ENV)
     try:
-        params = session_parameters(proxy.url())
-        robot = AuditedRobot(ros.node, namespace, params)
-        robot.quiet = False  # running_node's warm-up episode
-        with running_node(robot, namespace, params) as node:
-            assert final_hold(robot, 0.0), node.process.log()[-3000:]
-            time.sleep(SETTLE_S)
-            robot.quiet = True
-            session = Session(gateway, proxy, node, robot, real_answer(gateway))
-            session.baseline = counts(node.pid)
-            session.sample()
-            yield session
+        assert wait_until(robot.change_client.service_is_ready, 20), process.log()
+        assert robot.configure() and robot.activate(), process.log()
+        session = Session(gateway, proxy, RunningNode(robot, process, dict(params)), robot,
+                          real_answer(gateway))
+        session.stop(session.begin())
+        session.baseline = counts(process.proc.pid)
+        session.sample()
+        yield session
     finally:
+        robot.close()
+        process.stop()
         proxy.close()
         gateway.close()
+        assert NODE_KEY not in process.log(), 'the API key reached the log'

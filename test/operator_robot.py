@@ -8,7 +8,8 @@ node's) and the node's ~/chunks records. A command is unsafe (a violation) if
 - it arrives while no episode may run: between an episode's end (its outcome, then its final
   hold, then a settling time) and the next start request;
 - any position or velocity is not finite, or carries a marker value that only a bad answer
-  holds (MARKER in a malformed chunk, OUT_OF_LIMITS in an out-of-limits one);
+  holds (MARKER in a malformed chunk, OUT_OF_LIMITS in an out-of-limits one), or a position
+  moved by exactly a marker x the control period (a marker velocity integrated);
 - a position is outside position_limits, or more than max_step_change (the gripper:
   max_gripper_step_change) from the previous command (after a reset: from where the robot
   was put).
@@ -23,13 +24,14 @@ import math
 import time
 
 from rclpy.service import Service
-from ros_harness import is_hold, RELIABLE, Robot
+from ros_harness import CONTROL_PERIOD_S, is_hold, RELIABLE, Robot
 from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 from test_node_gateway_faults import MARKER
 
 GATE_PERIOD_S = 0.1
 OUT_OF_LIMITS = 50.0  # rad/s: one 1/75 s step of it is 0.67 rad, over max_step_change 0.5
+MARKERS = (MARKER, OUT_OF_LIMITS)  # values no real chunk holds
 EPS = 1e-6
 
 
@@ -119,10 +121,14 @@ class AuditedRobot(Robot):
         values = (*point.positions, *point.velocities)
         if not all(math.isfinite(v) for v in values):
             return f'a non-finite command ({_describe(msg)})'
-        if any(abs(v - mark) < 1e-9 for v in values for mark in (MARKER, OUT_OF_LIMITS)):
+        if any(abs(v - mark) < 1e-9 for v in values for mark in MARKERS):
             return f'a value of a bad answer reached the arm ({_describe(msg)})'
         if len(point.positions) != len(self.lower):
             return f'{len(point.positions)} positions for {len(self.lower)} values'
+        # A velocity integrated into positions shows as a step of exactly marker x period.
+        if any(abs(abs(p - q) - mark * CONTROL_PERIOD_S) < 1e-6 for mark in MARKERS
+               for p, q in zip(point.positions, self.reference)):
+            return f'a step of a bad answer reached the arm ({_describe(msg)})'
         for i, p in enumerate(point.positions):
             if not self.lower[i] - EPS <= p <= self.upper[i] + EPS:
                 return f'value {i} at {p:.4f}, outside [{self.lower[i]}, {self.upper[i]}]'
