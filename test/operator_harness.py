@@ -170,8 +170,11 @@ class Session:
                 self.unsafe.append(f'{what}: {len(late)} moving commands after the hold was due')
         self._due.clear()
         assert not self.unsafe, self.unsafe
-        # Every command the node sent is one the episode counts: an action or a hold.
-        assert len(sent) <= result['actions'] + result['holds'], (len(sent), result)
+        # Every command the node sent is one the episode counts: an action or a hold (and a
+        # completed episode may come to rest at its last target: one command at rest).
+        counted = result['actions'] + result['holds']
+        settle = bool(sent) and result['outcome'] == 'completed' and is_hold(sent[-1][1])
+        assert len(sent) <= counted + settle, (len(sent), result)
         if result['outcome'] != outcome or reason not in result['reason']:
             stall = self.stall_behind(result, run)
             if stall:
