@@ -8,12 +8,15 @@ refusing, bad calls) and the soak's own (soak_steps: the gateway killed, frozen 
 latency spikes). Each step checks itself as in the session; the soak goes on after a failed
 one (recording it) unless the node process is gone. Invariants, all along:
 
-- unsafe commands: every command the robot received passes its audit (operator_robot: none
-  while no episode runs, finite, no marker of a bad answer, inside the limits, within
-  max_step_change of the previous), no motion after a hold that was due, nothing after an
-  episode's final hold; all counted, must be 0;
-- every hold that was due came in time (operator_harness: the fault's own detection time, one
-  control period and MARGIN_S), counted late otherwise;
+- unsafe commands, all counted, must be 0: a command the robot's audit refuses as it arrives
+  (operator_robot: any while no episode runs, non-finite, a value or a step of a bad answer's
+  marker, outside the limits, more than max_step_change from the previous); a moving command
+  after a hold was due (so none while an input is stale: the deadline of a stale-input fault
+  is when this side stopped sending it + its timeout + one period of it + one control period
+  + MARGIN_S); anything after an episode's final hold;
+- every hold that was due came by that deadline (the time to see the fault, one control
+  period and MARGIN_S; for the gateway gone, one control period and MARGIN_S after the plan
+  in hand ran dry), counted late otherwise;
 - the node process alive, no traceback in its log;
 - no leak: resident memory, file descriptors and threads of the node sampled every SAMPLE_S
   on a thread, with a least-squares slope per hour (after the first WARMUP_S of runs longer
