@@ -95,5 +95,12 @@ bench: venv
 reliability: venv
 	$(PY) scripts/reliability_matrix.py
 
+# The chaos soak: SOAK_MINUTES of randomized faults over one node; its section of RELIABILITY.md.
+SOAK_MINUTES ?= 20
+SOAK_SEED ?= 1
+.PHONY: soak
+soak: venv
+	$(PY) scripts/soak.py --minutes $(SOAK_MINUTES) --seed $(SOAK_SEED) --doc docs/RELIABILITY.md
+
 clean:
 	rm -rf $(VENV) build install log .pytest_cache .mypy_cache .ruff_cache

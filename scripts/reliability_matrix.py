@@ -25,6 +25,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / 'test'))
 
 from reliability import AREAS, OUT_ENV  # noqa: E402
+from soak_report import keep_section  # noqa: E402
 
 _COLUMNS = ('case', 'what happened', 'time to hold (s)', 'commands after fault',
             'sockets before → after', 'threads before → after', 'survived')
@@ -133,7 +134,10 @@ def main() -> int:
     parser.add_argument('--out', default=str(REPO / 'docs' / 'RELIABILITY.md'))
     args, pytest_args = parser.parse_known_args()
     rows, status, wall, failed = run_fault_tests(pytest_args)
-    Path(args.out).write_text(render(rows, status, wall, failed), encoding='utf-8')
+    out = Path(args.out)
+    old = out.read_text(encoding='utf-8') if out.exists() else ''
+    # The soak's section is scripts/soak.py's to write: carried over as it is.
+    out.write_text(keep_section(render(rows, status, wall, failed), old), encoding='utf-8')
     bad = [row for row in rows if not row['survived'] or row['unsafe_commands']]
     print(f'{len(rows)} cases, {len(rows) - len(bad)} survived, '
           f'{sum(int(r["unsafe_commands"]) for r in rows)} unsafe commands -> {args.out}')

@@ -304,7 +304,11 @@ class Episode:
     def _hold_command(self) -> Command:
         """Stay at the measured positions; this becomes the step check's previous command."""
         positions = self.inputs.last_finite_positions
-        if positions is None:
+        seen = self.inputs.joint_state_time
+        # Joint states that stopped (or went back in time) tell where the arm was: it went on
+        # to the commands sent since, and a hold at the old positions would move it back.
+        stale = seen is None or time.monotonic() - seen > self.config.joint_state_timeout_s
+        if positions is None or (stale and self.last_command is not None):
             positions = self.last_command.positions if self.last_command else ()
         if self.mapper is not None and positions:
             hold = self.mapper.hold(positions)
