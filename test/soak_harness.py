@@ -35,6 +35,7 @@ from operator_harness import operator_session, Session
 from operator_plan import run_step, steps
 from reliability import resident_kib, thread_count
 from ros_harness import log_faults
+from soak_report import machine
 from soak_steps import SOAK_STEPS
 from test_node_lifecycle_abuse import settle
 
@@ -106,7 +107,7 @@ def soak(ros, minutes: float, seed: int, progress=print) -> dict:
     areas = {step.name: step.area for step in kinds}
     failures: list[dict] = []
     unsafe: list[str] = []
-    started = time.monotonic()
+    started, where = time.monotonic(), machine()
     with operator_session(ros, NAMESPACE) as s, Sampler(s.node.pid) as sampler:
         baseline = s.baseline
         deadline = time.monotonic() + minutes * 60.0  # the set-up is not soak time
@@ -129,6 +130,7 @@ def soak(ros, minutes: float, seed: int, progress=print) -> dict:
         log = s.node.process.log()
         report = _report(s, minutes, seed, time.monotonic() - started, runs, areas, failures,
                          unsafe, alive, baseline, final, log)
+    report['machine'] = where
     report['samples'] = sampler.samples
     report['slopes_per_hour'] = slopes(sampler.samples, minutes)
     return report

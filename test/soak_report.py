@@ -53,7 +53,8 @@ def section(report: dict, command: str) -> str:
     process = 'alive' if report['process_alive'] else '**gone**'
     lines = [
         BEGIN, '', '## Soak: one node through a randomized schedule of faults', '',
-        f'`{command}` ({_machine()}; {report["wall_s"] / 60:.1f} min of wall time).', '',
+        f'`{command}` ({report.get("machine") or machine()}; {report["wall_s"] / 60:.1f} min '
+        'of wall time).', '',
         'One policy node process behind a FaultProxy, its robot played by the test side, for '
         'the minutes below: steps drawn with the seed from every kind of the operator session '
         "(test/operator_plan.py) and the soak's own (test/soak_steps.py), each checking its "
@@ -73,7 +74,9 @@ def section(report: dict, command: str) -> str:
         f'{_tightest(report)}. Steps rerun after a stall of the test side itself: '
         f'{len(report["stalls"])}.', '',
         f'Leak: the node process sampled every 5 s, least-squares slope per hour'
-        f'{" after the first minute" if report["minutes"] >= 3 else ""}:', '',
+        f'{" after the first minute" if report["minutes"] >= 3 else ""}. Resident memory is '
+        'what /proc reports: heap that the allocator keeps after a free counts too, so its '
+        'slope bounds a leak from above.', '',
         '| | first | last | slope per hour |', '|---|---:|---:|---:|',
         f'| resident memory (KiB) | {first[1]} | {last[1]} | {slopes["rss_kib"]} |',
         f'| file descriptors | {first[2]} | {last[2]} | {slopes["fds"]} |',
@@ -110,7 +113,8 @@ def _tightest(report: dict) -> str:
     return 'none' if hold is None else f'{hold[0]}, {hold[1]} s of {hold[2]} s'
 
 
-def _machine() -> str:
+def machine() -> str:
+    """Return the machine, Python, rclpy, time and commit, for the record of a run."""
     commit = subprocess.run(['git', 'rev-parse', '--short', 'HEAD'], text=True,
                             capture_output=True).stdout.strip() or 'unknown'
     try:
