@@ -53,7 +53,8 @@ def fault_matrix(request):
 WALL_CLOCK_FILES = frozenset({
     'test_demo.py', 'test_load.py', 'test_node.py', 'test_node_faults.py',
     'test_node_controllers.py', 'test_node_gateway_faults.py', 'test_node_lifecycle_abuse.py',
-    'test_ros2_launch.py', 'test_sim_jtc_node.py', 'test_sim_node.py', 'test_spin.py'})
+    'test_operator_session.py', 'test_ros2_launch.py', 'test_sim_jtc_node.py',
+    'test_sim_node.py', 'test_soak.py', 'test_spin.py'})
 WALL_CLOCK_RERUNS = 1
 
 
