@@ -242,8 +242,9 @@ _DEFINITIONS = (
     f'and physics at {JOINT_STATE_HZ:g} Hz) and a real policy node (config/pi05_droid.yaml with '
     'the mode and its controller as the demo pairs them; the gripper on its own trajectory '
     'controller) against the local gateway (real time, warm, steady latency, nice 10), closed '
-    'loop through the camera; the disc the arm reaches for moves every '
-    f'{TARGET_EVERY_S:g} s, so the arm keeps moving, and each phase sees the same targets. '
+    'loop through the camera; the disc the arm reaches for jumps between two mirror-image '
+    f'places every {TARGET_EVERY_S:g} s, so the arm keeps moving and every move is the same '
+    'task. '
     '**15 Hz** is pi05-droid; **50 Hz** a catalogue entry that is pi05-droid but for the rate '
     '(50 steps at 50 Hz: the same 1.0 s chunks, latency and joint/tool speeds). The gateway '
     'serves the reference policy through a `--policy` plug-in (bench/_output_modes_policy.py) '
@@ -252,9 +253,11 @@ _DEFINITIONS = (
     "sampled (the reference policy's own noise, correlated per step, would be a rougher curve "
     "at 50 Hz and turn a rate comparison into a noise comparison). The node's control_rate_hz "
     'was not used for 50 Hz: it plays the 15 Hz steps at 50 Hz, 0.3 times the motion per '
-    'chunk, which the 0.78 s latency cannot keep up with. **Phases**: *clean* is '
-    f'{TARGET_EVERY_S:g} s after the first command (the first reach from home left out) for '
-    "the run's clean seconds; *with stops* follows it: the node's process is stopped "
+    'chunk, which the 0.78 s latency cannot keep up with. **Phases**: the arm starts with '
+    'its tool midway between the targets and the first move lasts half as long, so the '
+    'back-and-forth is symmetric from the start; *clean* starts one whole move later and '
+    'lasts a whole number of moves; *with stops* follows it, until the move after the last '
+    "stop ends: the node's process is stopped "
     '(SIGSTOP) for 50, 100 and 200 ms in a shuffled order and continued (SIGCONT), each when '
     f'the arm moves faster than {MOVING_RAD_S:g} rad/s and at least {PULSE_GAP_S:g} s (plus a '
     'random part of a period) after the last one ended: every thread of the node is late at '

@@ -1,7 +1,8 @@
 """
 One run of the output-modes bench: a simulated arm and a policy node, driven and stalled.
 
-The arm reaches for a red disc that moves every TARGET_EVERY_S, so it keeps moving. The run
+The arm starts with its tool above the middle of the table and reaches for a red disc that
+jumps from side to side every TARGET_EVERY_S, so it keeps moving. The run
 has two phases in one episode: `clean_s` untouched, then the node's process is stopped
 (SIGSTOP) for each delay in turn and continued (SIGCONT), each stop when the arm is moving
 and at least PULSE_GAP_S (plus a random fraction of a period, so stops fall anywhere in the
@@ -19,13 +20,19 @@ from typing import Any
 
 from _output_modes_metrics import Pulse
 from _output_modes_record import ModeRecorder, Series
+import numpy as np
+from sequence_ai_ros import arm_model
 from sequence_ai_ros.demo.configs import config_file, find_config
 from sequence_ai_ros.demo.controllers import controller_setup
 from sequence_ai_ros.demo.processes import ChildProcess, ros_environment
 from sequence_ai_ros.demo.record import RosSide
+from sequence_ai_ros.gateway.reference_policy import plan_reach
 
-TARGETS = ((0.55, -0.2), (0.4, 0.2), (0.6, 0.1), (0.45, -0.28))
+# Two mirror-image targets: every move is the same reach, so any whole number of moves is
+# the same task, and the phases compare.
+TARGETS = ((0.5, -0.26), (0.5, 0.26))
 TARGET_EVERY_S = 3.0
+WARMUP_MOVES = 1  # after the first, half-length one
 PULSE_GAP_S = 1.2
 MOVING_RAD_S = 0.05  # joint-space speed the arm must have before a stop
 JOINT_STATE_HZ = 200.0
@@ -67,6 +74,15 @@ class Setup:
     seed: int
 
 
+def start_posture() -> list[float]:
+    """Return the joints with the tool hovering midway between the targets (no first reach)."""
+    goal = np.array([*np.mean(TARGETS, axis=0), arm_model.HOVER_Z])
+    q = arm_model.HOME.copy()
+    for _ in range(20):  # the reference policy's own reach, played until it has arrived
+        q = plan_reach(q, 0.0, goal, 30, 1.0 / 15.0)[0][-1]
+    return [round(float(v), 6) for v in q]
+
+
 def run_once(setup: Setup, mode: str, hz: float, model: str, repeat: int) -> RunResult:
     """Start an arm and a node in a namespace of their own, run the two phases, stop both."""
     result = RunResult(mode, hz, repeat)
@@ -75,9 +91,11 @@ def run_once(setup: Setup, mode: str, hz: float, model: str, repeat: int) -> Run
     first = TARGETS[0]
     sim = _child(setup, 'sim_arm', ns, 'sequence_ai_ros.sim.node', [
         '-p', 'time_scale:=1.0', '-p', f'joint_state_rate_hz:={JOINT_STATE_HZ!r}',
-        '-p', f'target_xy:=[{first[0]!r}, {first[1]!r}]', *sim_args,
+        '-p', f'target_xy:=[{first[0]!r}, {first[1]!r}]',
+        '-p', f'initial_positions:={start_posture()!r}', *sim_args,
         '--params-file', str(find_config(CONTROLLERS_FILE))])
-    expected_s = TARGET_EVERY_S + setup.clean_s + len(setup.delays_s) * 6.0 + 20.0
+    expected_s = (WARMUP_MOVES + 1) * TARGET_EVERY_S + setup.clean_s + \
+        len(setup.delays_s) * 6.0 + 20.0
     params = {'model': model, 'base_url': setup.base_url, 'hold_service': f'{ns}/sim_arm/hold',
               'max_actions': str(round(expected_s * hz)), 'startup_timeout_s': '30.0',
               **node_params}
@@ -118,25 +136,30 @@ def _drive(setup: Setup, result: RunResult, recorder: ModeRecorder, sim: ChildPr
     if not _wait(lambda: bool(series.sent), sim, node):
         return _dead(sim, node) or 'the policy node sent no command'
     result.first_command = series.sent[0].time
-    # The first reach starts from home at rest; both phases then see the same target cycle.
-    result.clean_start = result.first_command + TARGET_EVERY_S
+    # The arm starts midway and the first move is half as long: the back-and-forth is then
+    # symmetric from the start, and settled after one more move.
+    first_move_end = result.first_command + TARGET_EVERY_S / 2
+    result.clean_start = first_move_end + WARMUP_MOVES * TARGET_EVERY_S
     result.clean_end = result.clean_start + setup.clean_s
     rng = random.Random(f'{setup.seed}-{result.mode}-{hz}-{result.repeat}')
     delays = list(setup.delays_s)
     rng.shuffle(delays)
-    next_target, target_index = result.first_command + TARGET_EVERY_S, 0
+    next_target, target_index = first_move_end, 0
     earliest = result.clean_end
     deadline = result.clean_end + len(delays) * 6.0 + 10.0
+    end_at: float | None = None
     while time.time() < deadline:
         if _dead(sim, node) or recorder.data.outcome is not None:
             return _dead(sim, node) or f'the episode ended early: {recorder.data.outcome}'
         now = time.time()
+        if end_at is not None and now >= end_at:
+            break
         if now >= next_target:
             target_index += 1
             recorder.set_target(TARGETS[target_index % len(TARGETS)])
             next_target += TARGET_EVERY_S
-        if not delays and now >= earliest:
-            break
+        if not delays and end_at is None and now >= earliest:
+            end_at = next_target  # the phase ends with a whole move, as the clean one does
         speed = series.latest_speed(0.1) or 0.0
         if delays and now >= earliest and speed >= MOVING_RAD_S:
             result.pulses.append(_pulse(node, delays.pop(0)))

@@ -46,8 +46,8 @@ MODES = ('trajectory_stream', 'trajectory_plan', 'forward_position', 'forward_ve
 BASE_MODEL = 'pi05-droid'
 POLICY = '_output_modes_policy:make_policy'
 DELAYS_S = (0.05, 0.1, 0.2)
-FULL = {'repeats': 3, 'clean_s': 12.0, 'stops_per_delay': 3}
-QUICK = {'repeats': 1, 'clean_s': 9.0, 'stops_per_delay': 1}
+FULL = {'repeats': 3, 'clean_s': 9.0, 'stops_per_delay': 3}
+QUICK = {'repeats': 1, 'clean_s': 6.0, 'stops_per_delay': 1}
 RESULTS = HERE / 'RESULTS.md'
 
 
