@@ -18,9 +18,9 @@ Definitions (the bench's RESULTS.md section repeats them):
   norm, below STALL_SHARE of the arm's mean speed over the PRE_S before the stop) that
   overlaps the stop, less the longest rest inside those PRE_S (a forward_position arm rests
   between its steps); **carried** = the path the arm covered while the node was stopped /
-  (that mean speed x the stop); **past target** = how far, along the direction it was
-  moving, the arm went beyond the end of the last command it had (a trajectory's last
-  point, a position, or one period of a velocity from where the arm was).
+  (that mean speed x the stop); **past target** = how far the arm went beyond the end of the
+  last command it had (a trajectory's last point, a position, or one period of a velocity
+  from where the arm was), along the way that command sent it.
 """
 
 from collections.abc import Sequence
@@ -200,7 +200,8 @@ def _past_target(pulse: Pulse, series: Series, mode: str, period: float, t: np.n
         end = position_at(t, q, command.time) + np.array(command.first[:ARM]) * period
     else:
         end = np.array(command.last[:ARM])
-    direction = position_at(t, q, pulse.stop) - position_at(t, q, pulse.stop - PRE_S)
+    # The way the last command sent the arm: from where it was then toward that command's end.
+    direction = end - position_at(t, q, command.time)
     norm = float(np.linalg.norm(direction))
     if norm == 0.0:
         return 0.0

@@ -204,7 +204,7 @@ def comparisons(rows: Sequence[Measures]) -> list[str]:
 
 
 def report(rows: Sequence[Measures], results: Sequence[RunResult], plan: dict[str, Any],
-           command: str, machine: str, code: str, minutes: float) -> str:
+           command: str, machine: str, code: str, minutes: float, busy: float) -> str:
     """Return the whole section: how it was made, the tables, the comparisons."""
     failed = [r for r in results if r.failure]
     skipped = sum(r.skipped_stops for r in rows)
@@ -215,8 +215,9 @@ def report(rows: Sequence[Measures], results: Sequence[RunResult], plan: dict[st
         f'Runtime: {minutes:.1f} min; {len(results)} runs ({plan["repeats"]} per mode and '
         f'rate), {len(failed)} failed. Each run: {plan["clean_s"]:g} s clean, then '
         f'{plan["stops_per_delay"]} stops of the node per delay. The machine is shared (2 '
-        "cores, other engineers' work beside it): compare within a table, and read the "
-        'spread (min-max over runs).',
+        f"cores, other engineers' work beside it; all cores {100 * busy:.0f}% busy over the "
+        'run, this bench included): compare within a table, and read the spread (min-max over '
+        'runs).',
         '',
         _DEFINITIONS,
         '',
@@ -277,10 +278,10 @@ _DEFINITIONS = (
     'that overlaps the stop, less the longest rest inside those ms (a forward_position arm '
     'rests between its steps); it may outlast the stop until a new command moves the arm. '
     '**motion carried on**: the path the arm covered while the node was stopped / (that mean '
-    'speed x the stop). **past the last target**: how far, along its direction of motion '
-    "before the stop, the arm went beyond the end of the last command it had (a trajectory's "
-    'last point, a forward position, or one period of a forward velocity from where the arm '
-    'was): motion no checked command asked for. **longest gap between commands**: the late '
+    'speed x the stop). **past the last target**: how far the arm went beyond the end of the '
+    "last command it had (a trajectory's last point, a forward position, or one period of a "
+    'forward velocity from where the arm was), along the way that command sent it: motion no '
+    'checked command asked for. **longest gap between commands**: the late '
     "tick as the controller saw it. **underruns**: the node's own count; **rejected**: the "
     "controllers' ERROR lines (both summed over the runs).")
 
@@ -294,5 +295,5 @@ def write_section(path: Path, body: str) -> None:
         text = text.rstrip('\n') + '\n\n' + section
     else:
         end = text.find('\n## ', start + len(SECTION))
-        text = text[:start] + section + (text[end + 1:] if end >= 0 else '')
+        text = text[:start] + section + ('\n' + text[end + 1:] if end >= 0 else '')
     path.write_text(text, encoding='utf-8')

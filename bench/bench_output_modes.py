@@ -35,6 +35,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE))
 
+from _fleet_nodes import machine_busy  # noqa: E402
 from _output_modes_report import analyse, report, write_section  # noqa: E402
 from _output_modes_run import run_once, RunResult, Setup  # noqa: E402
 from _record import lower_priority, machine, provenance  # noqa: E402
@@ -91,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         plan['repeats'] = args.repeats
     from sequence_ai_ros.demo.record import RosSide
 
-    began = time.monotonic()
+    began, busy_before = time.monotonic(), machine_busy()
     code = provenance()
     key = f'seq_bench_{secrets.token_hex(12)}'
     results: list[RunResult] = []
@@ -132,7 +133,9 @@ def main(argv: list[str] | None = None) -> int:
             gateway.close()
         rows = analyse(results)
     minutes = (time.monotonic() - began) / 60.0
-    text = report(rows, results, plan, argv_text(argv), machine(), code, minutes)
+    busy_after = machine_busy()
+    busy = (busy_after[0] - busy_before[0]) / max(1.0, busy_after[1] - busy_before[1])
+    text = report(rows, results, plan, argv_text(argv), machine(), code, minutes, busy)
     print(text)
     write = args.write if args.write is not None else not args.quick
     if write:
