@@ -20,7 +20,8 @@ Definitions (the bench's RESULTS.md section repeats them):
   between its steps); **carried** = the path the arm covered while the node was stopped /
   (that mean speed x the stop); **past target** = how far the arm went beyond the end of the
   last command it had (a trajectory's last point, a position, or one period of a velocity
-  from where the arm was), along the way that command sent it.
+  from where the arm was), along the way that command sent it; **pulled back** = how far,
+  along that way, the node's next commands took the arm back within BACK_S of going on.
 """
 
 from collections.abc import Sequence
@@ -36,6 +37,7 @@ SG_ORDER = 3
 STALL_SHARE = 0.25
 PRE_S = 0.25
 STALL_SPAN_S = 0.5  # searched for the stall on either side of a stop
+BACK_S = 0.15  # after a stop, where the arm may be sent back over ground it covered
 ARM = 7
 GAP_PERIODS = 1.5  # due times further apart than this: a late tick
 
@@ -151,6 +153,7 @@ class StallMeasure:
     stall_s: float
     carried: float
     past_target: float
+    pulled_back: float
     tick_gap_s: float
 
 
@@ -170,9 +173,9 @@ def stall(pulse: Pulse, series: Series, mode: str, period: float, t: np.ndarray,
                   if begin <= pulse.cont and end >= pulse.stop), default=0.0)
     stopped = pulse.cont - pulse.stop
     carried = path_length(t, q, pulse.stop, pulse.cont) / (speed_before * stopped)
+    past, back = _overrun(pulse, series, mode, period, t, q)
     return StallMeasure(pulse.delay_s, stopped, speed_before, max(0.0, during - usual),
-                        carried, _past_target(pulse, series, mode, period, t, q),
-                        _tick_gap(pulse, series))
+                        carried, past, back, _tick_gap(pulse, series))
 
 
 def _rests(t: np.ndarray, slow: np.ndarray) -> list[tuple[float, float]]:
@@ -189,12 +192,13 @@ def path_length(t: np.ndarray, q: np.ndarray, begin: float, end: float) -> float
     return float(np.sum(np.linalg.norm(np.diff(points, axis=0), axis=1)))
 
 
-def _past_target(pulse: Pulse, series: Series, mode: str, period: float, t: np.ndarray,
-                 q: np.ndarray) -> float:
+def _overrun(pulse: Pulse, series: Series, mode: str, period: float, t: np.ndarray,
+             q: np.ndarray) -> tuple[float, float]:
+    """Return how far the arm went past its last command's end, and then back (rad)."""
     with series.lock:
         last = [s for s in series.sent if s.time < pulse.cont]
     if not last:
-        return math.nan
+        return math.nan, math.nan
     command = last[-1]
     if mode == 'forward_velocity':
         end = position_at(t, q, command.time) + np.array(command.first[:ARM]) * period
@@ -204,10 +208,13 @@ def _past_target(pulse: Pulse, series: Series, mode: str, period: float, t: np.n
     direction = end - position_at(t, q, command.time)
     norm = float(np.linalg.norm(direction))
     if norm == 0.0:
-        return 0.0
+        return 0.0, 0.0
+    direction /= norm
     # The last sample before the node went on: the one after may hold its next command's move.
-    at_cont = q[max(0, int(np.searchsorted(t, pulse.cont, side='right')) - 1)]
-    return max(0.0, float((at_cont - end) @ (direction / norm)))
+    index = max(0, int(np.searchsorted(t, pulse.cont, side='right')) - 1)
+    after = (t > pulse.cont) & (t <= pulse.cont + BACK_S)
+    back = max(0.0, -float(np.min((q[after] - q[index]) @ direction, initial=0.0)))
+    return max(0.0, float((q[index] - end) @ direction)), back
 
 
 def _tick_gap(pulse: Pulse, series: Series) -> float:

@@ -8,6 +8,7 @@ import statistics
 from typing import Any
 
 from _output_modes_metrics import (
+    BACK_S,
     GRID_S,
     jerk_rms,
     path_length,
@@ -136,8 +137,8 @@ def stall_table(rows: Sequence[Measures]) -> str:
     lines = [
         '| rate | output mode | stop asked (ms) | stops | stopped (ms) | longest gap between '
         'commands (ms), mean (max) | arm stalled (ms), mean (max) | motion carried on, mean '
-        '(min) | past the last target (mrad), mean (max) |',
-        '|---:|---|---:|---:|---:|---:|---:|---:|---:|']
+        '(min) | past the last target (mrad), mean (max) | pulled back after (mrad), mean (max) |',
+        '|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|']
     for (hz, mode), group in _groups(rows).items():
         stalls = [s for r in group for s in r.stalls]
         for delay in sorted({s.delay_s for s in stalls}):
@@ -149,7 +150,8 @@ def stall_table(rows: Sequence[Measures]) -> str:
                 f'{_mean_max([s.tick_gap_s for s in of], 1e3)} | '
                 f'{_mean_max([s.stall_s for s in of], 1e3)} | '
                 f'{statistics.fmean(carried):.0f}% ({min(carried):.0f}%) | '
-                f'{_mean_max([s.past_target for s in of], 1e3, 1)} |')
+                f'{_mean_max([s.past_target for s in of], 1e3, 1)} | '
+                f'{_mean_max([s.pulled_back for s in of], 1e3, 1)} |')
     return '\n'.join(lines)
 
 
@@ -281,7 +283,10 @@ _DEFINITIONS = (
     'speed x the stop). **past the last target**: how far the arm went beyond the end of the '
     "last command it had (a trajectory's last point, a forward position, or one period of a "
     'forward velocity from where the arm was), along the way that command sent it: motion no '
-    'checked command asked for. **longest gap between commands**: the late '
+    'checked command asked for. **pulled back after**: how far, along that same way, the '
+    f"node's next commands took the arm back within {1e3 * BACK_S:g} ms of going on (ground "
+    'the controller had covered and the node sends again). **longest gap between commands**: '
+    'the late '
     "tick as the controller saw it. **underruns**: the node's own count; **rejected**: the "
     "controllers' ERROR lines (both summed over the runs).")
 
