@@ -2,18 +2,21 @@
 Issue #12's benchmark: the policy node's output modes against the simulated stock controllers.
 
 Run: .venv/bin/python bench/bench_output_modes.py [--quick] [--repeats N] [--modes ...]
-     [--rates 15 50] [--no-write | --write] [--results PATH]
+     [--rates 15 50] [--seed N] [--no-write | --write] [--results PATH]
 
 For each output mode (trajectory_stream, trajectory_plan, forward_position, forward_velocity)
 at 15 and 50 Hz, a real simulated arm (sequence_ai_ros.sim.node, Jazzy's controller rules,
 joint states and physics at 200 Hz) and a real policy node (the shipped pi05_droid.yaml, the
 mode and its controller set as the demo sets them) run against the local gateway (real time,
 warm, steady latency), closed loop through the camera, while the disc the arm reaches for
-moves every 3 s. 15 Hz is pi05-droid itself; 50 Hz is a catalogue entry that is pi05-droid in
-every respect (space, latency, 1.0 s chunks) but the rate: 50 steps at 50 Hz, which the
-reference policy plans at the same joint and tool speeds. (The node's control_rate_hz would
-not do: it plays the 15 Hz steps at 50 Hz, so each chunk lasts 0.3 s and moves 0.3 times as
-far, and the 0.78 s latency could never keep up.) Each run is one episode: first a clean
+jumps between two mirror-image places every 3 s. 15 Hz is pi05-droid itself; 50 Hz is a
+catalogue entry that is pi05-droid in every respect (space, latency, 1.0 s chunks) but the
+rate: 50 steps at 50 Hz. The gateway serves both through a plug-in (_output_modes_policy.py):
+the reference policy's plan, which it makes at the same joint and tool speeds at any rate,
+with its noise drawn on the 15 Hz grid and sampled from one smooth curve, so both rates get
+the same motion. (The node's control_rate_hz would not do: it plays the 15 Hz steps at
+50 Hz, so each chunk lasts 0.3 s and moves 0.3 times as far, and the 0.78 s latency could
+never keep up.) Each run is one episode: first a clean
 phase, then the node's process is stopped (SIGSTOP/SIGCONT) for 50, 100 and 200 ms while the
 arm moves; the tables put the two phases side by side, and the stops per delay. Runs go one
 after another, the modes' order rotating from repeat to repeat. A full run writes its section
