@@ -12,6 +12,7 @@ from pathlib import Path
 
 from _engine_loops import BLEND_TEXT, RunRecord, SimRun
 from _engine_world import ABSOLUTE_SPACES, STALL_PERIODS
+from _record import write_results_section
 import numpy as np
 from sequence_ai_ros.client.latency import quantile
 from sequence_ai_ros.gateway.catalogue import ModelProfile
@@ -424,12 +425,4 @@ def definitions(scale: float, chunks: int, max_inflight: int,
 
 def write_section(path: Path, body: str) -> None:
     """Replace (or add) this bench's section of RESULTS.md, leaving other sections alone."""
-    text = path.read_text(encoding='utf-8') if path.exists() else '# Benchmark results\n'
-    section = f'{SECTION}\n\n{body.strip()}\n'
-    start = text.find(SECTION)
-    if start < 0:
-        text = text.rstrip('\n') + '\n\n' + section
-    else:
-        end = text.find('\n## ', start + len(SECTION))
-        text = text[:start] + section + (text[end:] if end >= 0 else '')
-    path.write_text(text, encoding='utf-8')
+    write_results_section(path, SECTION, body)

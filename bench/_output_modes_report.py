@@ -29,6 +29,7 @@ from _output_modes_run import (
     RunResult,
     TARGET_EVERY_S,
 )
+from _record import write_results_section
 
 SECTION = '## Output modes against the simulated stock controllers'
 
@@ -292,13 +293,5 @@ _DEFINITIONS = (
 
 
 def write_section(path: Path, body: str) -> None:
-    """Replace (or append) this bench's section of RESULTS.md, leaving other sections alone."""
-    text = path.read_text(encoding='utf-8') if path.exists() else '# Benchmark results\n'
-    section = f'{SECTION}\n\n{body.strip()}\n'
-    start = text.find(SECTION)
-    if start < 0:
-        text = text.rstrip('\n') + '\n\n' + section
-    else:
-        end = text.find('\n## ', start + len(SECTION))
-        text = text[:start] + section + ('\n' + text[end + 1:] if end >= 0 else '')
-    path.write_text(text, encoding='utf-8')
+    """Replace (or add) this bench's section of RESULTS.md, leaving other sections alone."""
+    write_results_section(path, SECTION, body)

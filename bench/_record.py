@@ -55,3 +55,16 @@ def provenance(ignore: tuple[str, ...] = ('bench/RESULTS.md',)) -> str:
     dirty = [name for name in dirty if name not in ignore]  # the benches write RESULTS.md
     return f'commit {head}' + (f' plus uncommitted changes to {", ".join(dirty)}'
                                if dirty else '')
+
+
+def write_results_section(path: Path, heading: str, body: str) -> None:
+    """Replace (or append) one bench's `heading` section of RESULTS.md, leaving the rest."""
+    text = path.read_text(encoding='utf-8') if path.exists() else '# Benchmark results\n'
+    section = f'{heading}\n\n{body.strip()}\n'
+    start = text.find(heading)
+    if start < 0:
+        text = text.rstrip('\n') + '\n\n' + section
+    else:
+        end = text.find('\n## ', start + len(heading))
+        text = text[:start] + section + (text[end:] if end >= 0 else '')
+    path.write_text(text, encoding='utf-8')

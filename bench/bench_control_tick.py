@@ -38,6 +38,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
 from _record import GATEWAY_NICE, lower_priority, machine, provenance  # noqa: E402
+from _record import write_results_section  # noqa: E402
 from sequence_ai_ros import arm_model  # noqa: E402
 from sequence_ai_ros.gateway.process import GatewayProcess  # noqa: E402
 
@@ -599,10 +600,8 @@ def report(bench: Bench) -> tuple[str, ...]:
 
 
 def write_section(path: Path, body: str) -> None:
-    """Replace (or append) the '## Control tick' section, which stays the file's last."""
-    text = path.read_text() if path.exists() else '# Benchmark results\n'
-    head = text.split('\n' + SECTION + '\n', 1)[0].rstrip('\n')
-    path.write_text(f'{head}\n\n{SECTION}\n\n{body}\n')
+    """Replace (or add) this bench's section of RESULTS.md, leaving other sections alone."""
+    write_results_section(path, SECTION, body)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
