@@ -37,8 +37,13 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 
-from _record import GATEWAY_NICE, lower_priority, machine, provenance  # noqa: E402
-from _record import write_results_section  # noqa: E402
+from _record import (  # noqa: E402
+    GATEWAY_NICE,
+    lower_priority,
+    machine,
+    provenance,
+    write_results_section,
+)
 from sequence_ai_ros import arm_model  # noqa: E402
 from sequence_ai_ros.gateway.process import GatewayProcess  # noqa: E402
 
