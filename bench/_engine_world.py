@@ -20,12 +20,12 @@ import time
 
 import numpy as np
 import sequence_ai
-from sequence_ai_ros import arm_model
 from sequence_ai_ros.client.types import ActionChunk, ImageFrame, Observation, Proprioception
 from sequence_ai_ros.gateway.catalogue import ModelProfile
 from sequence_ai_ros.gateway.reference_policy import ReferencePolicy
 from sequence_ai_ros.node.images import encode_raw_image
 from sequence_ai_ros.sim.render import SceneRenderer
+from sequence_ai_ros.world import arm_model
 
 ABSOLUTE_SPACES = ('joint_absolute', 'joint_position')
 # 'circle': the target goes round an ellipse in the reachable area, one lap per LAP_S of model

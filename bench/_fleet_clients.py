@@ -27,7 +27,6 @@ HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]
 
 from _fleet_policy import instruction  # noqa: E402
-from sequence_ai_ros import arm_model  # noqa: E402
 from sequence_ai_ros.client.config import full_model_id  # noqa: E402
 from sequence_ai_ros.client.transport import Transport  # noqa: E402
 from sequence_ai_ros.client.types import (  # noqa: E402
@@ -35,10 +34,11 @@ from sequence_ai_ros.client.types import (  # noqa: E402
     Observation,
     Proprioception,
 )
+from sequence_ai_ros.harness.stamped_actions import SequenceCheck  # noqa: E402
+from sequence_ai_ros.harness.stamped_policy import StampedPolicy  # noqa: E402
 from sequence_ai_ros.node.images import encode_raw_image  # noqa: E402
 from sequence_ai_ros.sim.render import SceneRenderer  # noqa: E402
-from sequence_ai_ros.stamped_actions import SequenceCheck  # noqa: E402
-from sequence_ai_ros.stamped_policy import StampedPolicy  # noqa: E402
+from sequence_ai_ros.world import arm_model  # noqa: E402
 
 TARGET_XY = (0.55, -0.2)
 DRAIN_S = 30.0  # after run() returns, how long requests still in flight may take to land

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from sequence_ai_ros.gateway.catalogue import ModelProfile
 from sequence_ai_ros.gateway.reference_policy import ReferencePolicy
-from sequence_ai_ros.stamped_actions import read_instruction, stamp, stamped_instruction
+from sequence_ai_ros.harness.stamped_actions import read_instruction, stamp, stamped_instruction
 
 PREFIX = 'fleet'
 

@@ -19,10 +19,10 @@ from rcl_interfaces.msg import ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
-from sequence_ai_ros.arm_model import JOINT_NAMES
 from sequence_ai_ros.demo.controllers import ARM_CONTROLLERS
 from sequence_ai_ros.demo.record import NODE, Recorder, RosSide, SIM
-from sequence_ai_ros.service_calls import call_service
+from sequence_ai_ros.harness.service_calls import call_service
+from sequence_ai_ros.world.arm_model import JOINT_NAMES
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory

@@ -50,12 +50,13 @@ sys.path.insert(0, str(REPO))
 
 from _record import machine, provenance  # noqa: E402
 import httpx  # noqa: E402
-from sequence_ai_ros import arm_model, connect, Policy  # noqa: E402
+from sequence_ai_ros import connect, Policy  # noqa: E402
 from sequence_ai_ros.client.types import ImageFrame, Observation, Proprioception  # noqa: E402
 from sequence_ai_ros.faults import FaultProxy, ProxyProcess, ProxyStats  # noqa: E402
 from sequence_ai_ros.gateway.process import GatewayProcess  # noqa: E402
 from sequence_ai_ros.node.images import encode_raw_image  # noqa: E402
 from sequence_ai_ros.sim.render import SceneRenderer  # noqa: E402
+from sequence_ai_ros.world import arm_model  # noqa: E402
 
 try:
     import sequence_ai

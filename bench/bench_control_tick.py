@@ -44,8 +44,8 @@ from _record import (  # noqa: E402
     provenance,
     write_results_section,
 )
-from sequence_ai_ros import arm_model  # noqa: E402
 from sequence_ai_ros.gateway.process import GatewayProcess  # noqa: E402
+from sequence_ai_ros.world import arm_model  # noqa: E402
 
 DEFAULT_SECONDS = 40.0
 QUICK_SECONDS = 10.0
@@ -92,7 +92,7 @@ def run_recorder(topics: list[str], out: str) -> int:
     Lines: `<topic index> <monotonic s> <1 if hold>` and `c<topic index> <monotonic s>`.
     """
     import rclpy
-    from sequence_ai_ros.spin import init, shutdown, spin_until_shutdown
+    from sequence_ai_ros.runtime.spin import init, shutdown, spin_until_shutdown
     from std_msgs.msg import String
     from trajectory_msgs.msg import JointTrajectory
     init()
@@ -126,7 +126,7 @@ def run_bare(topic: str, rate: float) -> int:
     """Publish the node's kind of one-point JointTrajectory at `rate` from a bare timer."""
     import rclpy
     from sequence_ai_ros.node.arm_output import stream_trajectory
-    from sequence_ai_ros.spin import init, shutdown, spin_until_shutdown
+    from sequence_ai_ros.runtime.spin import init, shutdown, spin_until_shutdown
     from trajectory_msgs.msg import JointTrajectory
     init()
     node = rclpy.create_node('bare_tick')
@@ -239,7 +239,7 @@ class Robot:
         """Change the attached node's lifecycle state; whether it took."""
         from lifecycle_msgs.msg import Transition
         from lifecycle_msgs.srv import ChangeState
-        from sequence_ai_ros.service_calls import call_service
+        from sequence_ai_ros.harness.service_calls import call_service
         assert self.change_client is not None
         request = ChangeState.Request()
         request.transition = Transition(id=transition_id)
@@ -691,7 +691,8 @@ def main(argv: list[str] | None = None) -> int:
         f'Runtime: {runtime / 60:.1f} min.',
         f'Each publisher runs once per executor, chosen by `{EXECUTOR_ENV}`: **single** = '
         "rclpy's SingleThreadedExecutor (before), **events** = rclpy's EventsExecutor "
-        '(`rclpy.experimental`, after), both spun by `sequence_ai_ros.spin`.' + missing + ' '
+        '(`rclpy.experimental`, after), both spun by `sequence_ai_ros.runtime.spin`.'
+        + missing + ' '
         f'Each run measures {args.seconds:g} s after {WARMUP_S:g} s of warm-up from the first '
         'command received; runs go one after another, bare timers first, and the executors '
         'swap order from one rate to the next. **policy node**: '

@@ -9,8 +9,8 @@
 #     ros2 topic echo /diagnostics              the node's health, latency, holds
 #     ros2 run rqt_image_view rqt_image_view /camera/exterior/image_raw
 #
-# The gateway is this package's `gateway`: the hosted wire contract with the catalogue's timing
-# and reference policies, on 127.0.0.1 only. Started without keys (no --keys-file, no
+# The gateway is this package's `sequence_ai_gateway`: the hosted wire contract with the
+# catalogue's timing and reference policies, on 127.0.0.1 only. Started without keys (no --keys-file, no
 # $SEQUENCE_AI_ROS_GATEWAY_KEYS in the environment) it runs with auth disabled and accepts
 # every call. The node still wants a key to send: it keeps yours from $SEQUENCES_API_KEY, else it
 # gets a placeholder (no key at all) that such a gateway accepts. If you set
@@ -57,7 +57,7 @@ PLACEHOLDER_KEY = 'local-gateway-auth-disabled'
 def _gateway(flags, condition):
     """Return the gateway process, and a handler that ends the demo if the gateway exits."""
     process = ExecuteProcess(
-        cmd=[ExecutableInPackage('gateway', PACKAGE),
+        cmd=[ExecutableInPackage('sequence_ai_gateway', PACKAGE),
              '--port', LaunchConfiguration('port'),
              '--time-scale', LaunchConfiguration('time_scale'), *flags],
         name='gateway', output='screen', condition=condition)
@@ -80,7 +80,7 @@ def generate_launch_description():
     warm = IfCondition(LaunchConfiguration('start_warm'))
     cold = UnlessCondition(LaunchConfiguration('start_warm'))
     sim_arm = Node(
-        package=PACKAGE, executable='sim_arm', name='sim_arm',
+        package=PACKAGE, executable='sequence_ai_sim_arm', name='sim_arm',
         namespace=LaunchConfiguration('namespace'),
         # Typed: '1' from the command line would otherwise arrive as an integer.
         parameters=[{'time_scale': ParameterValue(LaunchConfiguration('time_scale'),

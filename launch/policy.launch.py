@@ -64,7 +64,7 @@ def _policy_node(context):
             # Typed as a string, so an instruction like 'yes' or 'a: b' is not read as YAML.
             overrides[name] = ParameterValue(LaunchConfiguration(name), value_type=str)
     node = LifecycleNode(
-        package=PACKAGE, executable='policy_node', name='policy_node',
+        package=PACKAGE, executable='sequence_ai_policy_node', name='policy_node',
         namespace=LaunchConfiguration('namespace'),
         parameters=[LaunchConfiguration('params_file'), *([overrides] if overrides else [])],
         remappings=[(COMMAND_TOPIC, LaunchConfiguration('command_topic')),

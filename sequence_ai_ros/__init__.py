@@ -11,27 +11,58 @@ Importing this package loads only the client core (httpx); the ROS node, the loc
 and the simulated arm live in subpackages that are imported only when used.
 """
 
+from importlib import import_module
 import ssl
+from typing import Any, TYPE_CHECKING
 
-from .client.config import DEFAULT_BASE_URL, full_model_id
-from .client.engine import ChunkEngine
-from .client.errors import (
-    AuthError,
-    CertificateError,
-    ChunkExhausted,
-    InvalidRequest,
-    MalformedResponse,
-    OutOfCredit,
-    PolicyBusy,
-    PolicyClosed,
-    SequencesError,
-    Unavailable,
-)
-from .client.outcome import RunOutcome
-from .client.policy import Policy
-from .client.stream import ActionStream
-from .client.transport import Transport
-from .client.types import ActionChunk, ImageFrame, Model, Observation, Prediction, Proprioception
+if TYPE_CHECKING:
+    from .client.config import DEFAULT_BASE_URL
+    from .client.engine import ChunkEngine
+    from .client.errors import (
+        AuthError,
+        CertificateError,
+        ChunkExhausted,
+        InvalidRequest,
+        MalformedResponse,
+        OutOfCredit,
+        PolicyBusy,
+        PolicyClosed,
+        SequencesError,
+        Unavailable,
+    )
+    from .client.outcome import RunOutcome
+    from .client.policy import Policy
+    from .client.stream import ActionStream
+    from .client.transport import Transport
+    from .client.types import (
+        ActionChunk,
+        ImageFrame,
+        Model,
+        Observation,
+        Prediction,
+        Proprioception,
+    )
+
+# Loaded on first use (PEP 562), so that `import sequence_ai_ros.world` or `.gateway` (which
+# share this package) never loads the client and httpx.
+_EXPORTS = {
+    'DEFAULT_BASE_URL': 'config', 'ChunkEngine': 'engine', 'RunOutcome': 'outcome',
+    'Policy': 'policy', 'ActionStream': 'stream', 'Transport': 'transport',
+    **dict.fromkeys(('AuthError', 'CertificateError', 'ChunkExhausted', 'InvalidRequest',
+                     'MalformedResponse', 'OutOfCredit', 'PolicyBusy', 'PolicyClosed',
+                     'SequencesError', 'Unavailable'), 'errors'),
+    **dict.fromkeys(('ActionChunk', 'ImageFrame', 'Model', 'Observation', 'Prediction',
+                     'Proprioception'), 'types'),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    value = getattr(import_module(f'.client.{_EXPORTS[name]}', __name__), name)
+    globals()[name] = value
+    return value
+
 
 __version__ = '0.1.0'
 
@@ -40,12 +71,13 @@ __all__ = [
     'Proprioception', 'ActionChunk', 'Prediction', 'RunOutcome', 'Model', 'SequencesError',
     'AuthError', 'OutOfCredit', 'InvalidRequest', 'Unavailable', 'ChunkExhausted',
     'MalformedResponse', 'CertificateError', 'PolicyBusy', 'PolicyClosed', 'DEFAULT_BASE_URL',
+    'Transport',
 ]
 
 
 def connect(model: str, *, api_key: str | None = None, base_url: str | None = None,
             control_hz: float | None = None, timeout_s: float = 30.0,
-            verify: bool | str | ssl.SSLContext = True) -> Policy:
+            verify: bool | str | ssl.SSLContext = True) -> 'Policy':
     """
     Open a Policy on one model; nothing is sent (or billed) until the first request.
 
@@ -56,14 +88,19 @@ def connect(model: str, *, api_key: str | None = None, base_url: str | None = No
     timeout_s   per-request timeout
     verify      TLS: True (system CAs), a CA file path, or an ssl.SSLContext; never off
     """
+    from .client.config import full_model_id
+    from .client.policy import Policy
+    from .client.transport import Transport
     transport = Transport(api_key=api_key, base_url=base_url, timeout_s=timeout_s,
                           verify=verify)
     return Policy(transport, full_model_id(model), control_hz=control_hz)
 
 
 def models(*, endpoint: str | None = None, api_key: str | None = None,
-           base_url: str | None = None) -> list[Model]:
+           base_url: str | None = None) -> 'list[Model]':
     """Return the live catalogue (public: no key needed); endpoint='act' for action models."""
+    from .client.transport import Transport
+    from .client.types import Model
     transport = Transport(api_key=api_key, base_url=base_url, require_key=False)
     try:
         body = transport.get('/v1/models' + (f'?endpoint={endpoint}' if endpoint else ''))

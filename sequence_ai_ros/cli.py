@@ -25,6 +25,8 @@ from .doctor import (
 )
 
 PROG = 'sequence-ai-ros'
+# The executables ros2 run and the launch files name (setup.py's console_scripts).
+GATEWAY_EXECUTABLE = 'sequence_ai_gateway'
 DEMO_MODULE = 'sequence_ai_ros.demo.runner'
 # These own their flags: everything after the word goes to them untouched.
 DELEGATED = ('gateway', 'demo')
@@ -347,8 +349,8 @@ def _gateway(argv: list[str], prog: str = f'{PROG} gateway') -> int:
 
 
 def gateway_main() -> int:
-    """Run the `gateway` executable (ros2 run, the launch files), or say what it lacks."""
-    return _gateway(sys.argv[1:], prog='gateway')
+    """Run the `sequence_ai_gateway` executable (ros2 run, launch files), or say what it lacks."""
+    return _gateway(sys.argv[1:], prog=GATEWAY_EXECUTABLE)
 
 
 def _demo(argv: list[str]) -> int:

@@ -16,8 +16,8 @@ import httpx
 import numpy as np
 from PIL import Image, ImageDraw
 import pytest
-from sequence_ai_ros import arm_model
 from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.world import arm_model
 
 __all__ = ['cold_gateway', 'gateway', 'http', 'open_gateway', 'plugin_gateway', 'queue_gateway',
            'small_body_gateway', 'tls_files', 'tls_gateway']

@@ -12,7 +12,7 @@ from lifecycle_msgs.srv import ChangeState
 from operator_harness import BACKOFF_S, ERROR, OK, Session
 from operator_steps import BOUND_S
 from ros_harness import commands_after
-from sequence_ai_ros.service_calls import call_service
+from sequence_ai_ros.harness.service_calls import call_service
 
 
 def refused_transition(s: Session, transition_id: int) -> bool:

@@ -281,7 +281,7 @@ def sim_arm(processes: list[Ros2Process], env: dict[str, str], cwd: Path, namesp
     """Start the simulated arm with `ros2 run` in `namespace`, commanded on `command_topic`."""
     # As on a robot: the shipped controllers file, the gripper on its GripperCommand action
     # (control_msgs comes from the same wheelhouse as ros2 launch), the arm's JTC on 7 joints.
-    args = ['run', PACKAGE, 'sim_arm', '--ros-args', '-r', f'__ns:=/{namespace}',
+    args = ['run', PACKAGE, 'sequence_ai_sim_arm', '--ros-args', '-r', f'__ns:=/{namespace}',
             '-p', f'time_scale:={SCALE}', '-p', 'gripper_controller:=gripper_action_controller',
             '--params-file', str(REPO / 'config/ros2_control/panda_controllers.yaml')]
     if command_topic:

@@ -32,10 +32,10 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from reliability import open_sockets, thread_count
 from sensor_msgs.msg import CompressedImage, Image, JointState
-from sequence_ai_ros import arm_model
 from sequence_ai_ros.gateway.process import GatewayProcess
-from sequence_ai_ros.service_calls import call_service, change_state
+from sequence_ai_ros.harness.service_calls import call_service, change_state
 from sequence_ai_ros.sim.render import SceneRenderer
+from sequence_ai_ros.world import arm_model
 from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory

@@ -9,10 +9,10 @@ import warnings
 from observations import observation
 import pytest
 import sequence_ai_ros as sai
-from sequence_ai_ros import arm_model
 from sequence_ai_ros.client import config
 from sequence_ai_ros.client import policy as policy_module
 from sequence_ai_ros.gateway.process import free_port, GatewayProcess
+from sequence_ai_ros.world import arm_model
 
 KEY = 'seq_client_tests_key_0000000001'
 POOR_KEY = 'seq_client_tests_poor_key_00002'

@@ -11,7 +11,8 @@ import sys
 import pytest
 from ros2_tools import colcon_install, PACKAGE, REPO, site_packages
 
-EXECUTABLES = ('policy_node', 'sim_arm', 'gateway', 'sequence-ai-ros')
+EXECUTABLES = ('sequence_ai_policy_node', 'sequence_ai_sim_arm', 'sequence_ai_gateway',
+               'sequence-ai-ros')
 
 
 @pytest.fixture(scope='module')
@@ -63,7 +64,7 @@ def test_installed_executable_runs_from_the_install_tree(install, tmp_path):
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert where.returncode == 0, where.stderr
     assert Path(where.stdout.strip()).is_relative_to(install)
-    result = subprocess.run([str(install / 'lib' / PACKAGE / 'gateway'), '--help'],
+    result = subprocess.run([str(install / 'lib' / PACKAGE / 'sequence_ai_gateway'), '--help'],
                             cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert '--time-scale' in result.stdout

@@ -12,9 +12,9 @@ import pytest
 import rclpy
 from rclpy.lifecycle import LifecycleNode
 from rclpy.node import Node
-from sequence_ai_ros import arm_model
 from sequence_ai_ros.client import types
 from sequence_ai_ros.node import params
+from sequence_ai_ros.world import arm_model
 
 REPO = Path(__file__).resolve().parents[1]
 # The model parameter files (diagnostic_analyzers.yaml is diagnostic_aggregator's).

@@ -29,8 +29,8 @@ import pytest
 from reliability import FaultRow, resident_kib
 import schemathesis
 from schemathesis.checks import positive_data_acceptance
-from sequence_ai_ros import arm_model
 from sequence_ai_ros.gateway.app import OPENAPI_FILE
+from sequence_ai_ros.world import arm_model
 
 FUZZ_KEY = 'seq_fuzz_key_for_schemathesis_0001'
 SEED = 7_2026

@@ -5,8 +5,8 @@ import httpx
 import numpy as np
 from PIL import Image
 import pytest
-from sequence_ai_ros import arm_model
 from sequence_ai_ros.gateway.scene import read_scene
+from sequence_ai_ros.world import arm_model
 
 HOME = arm_model.HOME
 

@@ -19,11 +19,11 @@ import numpy as np
 from observations import observation
 import pytest
 import sequence_ai_ros as sai
-from sequence_ai_ros import arm_model
 from sequence_ai_ros.client.rtc import PREFIX_TOLERANCE
 from sequence_ai_ros.gateway.catalogue import load_catalogue
 from sequence_ai_ros.gateway.prefix import prefix_weights
 from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.world import arm_model
 
 HOME = arm_model.HOME
 PROFILES = {p.name: p for p in load_catalogue().profiles}

@@ -129,9 +129,9 @@ if launch_testing is not None:
     from lifecycle_msgs.srv import GetState
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
-    from sequence_ai_ros import arm_model
     from sequence_ai_ros.gateway.keys import KEYS_ENV
     from sequence_ai_ros.gateway.process import free_port
+    from sequence_ai_ros.world import arm_model
     from trajectory_msgs.msg import JointTrajectory
 
     @pytest.mark.launch_test
@@ -154,9 +154,10 @@ if launch_testing is not None:
         port = free_port()
         env = {k: v for k, v in os.environ.items() if k != KEYS_ENV}  # no keys: auth disabled
         gateway = ExecuteProcess(
-            cmd=[ExecutableInPackage('gateway', PACKAGE), '--port', str(port), '--start-warm'],
+            cmd=[ExecutableInPackage('sequence_ai_gateway', PACKAGE), '--port', str(port),
+                 '--start-warm'],
             env=env, name='gateway', output='screen')
-        sim_arm = Node(package=PACKAGE, executable='sim_arm', name='sim_arm',
+        sim_arm = Node(package=PACKAGE, executable='sequence_ai_sim_arm', name='sim_arm',
                        namespace=NAMESPACE, output='screen')
         policy = IncludeLaunchDescription(
             PythonLaunchDescriptionSource(

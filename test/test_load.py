@@ -25,18 +25,18 @@ import warnings
 from fixtures_gateway import encode
 from PIL import Image
 from reliability import FaultRow, open_sockets, resident_kib, settled, thread_count
-from sequence_ai_ros import arm_model
 from sequence_ai_ros.client.config import full_model_id
 from sequence_ai_ros.client.transport import Transport
 from sequence_ai_ros.client.types import ImageFrame, Observation, Proprioception
 from sequence_ai_ros.gateway.process import GatewayProcess
-from sequence_ai_ros.stamped_actions import (
+from sequence_ai_ros.harness.stamped_actions import (
     read_instruction,
     SequenceCheck,
     stamp,
     stamped_instruction,
 )
-from sequence_ai_ros.stamped_policy import StampedPolicy
+from sequence_ai_ros.harness.stamped_policy import StampedPolicy
+from sequence_ai_ros.world import arm_model
 
 LOOPS = 32
 TIME_SCALE = 0.25  # a 1.0 s pi05-droid chunk plays in 0.25 s: 32 loops ask 128 requests/s

@@ -21,8 +21,8 @@ from ros_harness import (
     statuses_after,
     wait_until,
 )
-from sequence_ai_ros import arm_model
 from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.world import arm_model
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 

@@ -11,12 +11,12 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from sequence_ai_ros import arm_model
 from sequence_ai_ros.node.arm_output import hold_trajectory, plan_trajectory, stream_trajectory
 from sequence_ai_ros.node.commands import Command, CommandMapper
 from sequence_ai_ros.sim import jtc_rules
 from sequence_ai_ros.sim.messages import trajectory_from_msg
 from sequence_ai_ros.sim.trajectory import TrajectoryExecutor
+from sequence_ai_ros.world import arm_model
 
 ARM = list(arm_model.JOINT_NAMES)
 HOME = [float(v) for v in arm_model.HOME]

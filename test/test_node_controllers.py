@@ -88,7 +88,7 @@ def configure(ros, arm_and_gateway, **params):
     from lifecycle_msgs.msg import Transition
     from lifecycle_msgs.srv import ChangeState, GetState
     from ros_harness import NODE_ENV, node_parameters, PolicyNodeProcess, wait_until
-    from sequence_ai_ros.service_calls import change_state
+    from sequence_ai_ros.harness.service_calls import change_state
     _, gateway = arm_and_gateway
     process = PolicyNodeProcess('cfg', node_parameters(base_url=gateway.base_url, **params),
                                 NODE_ENV)

@@ -10,8 +10,8 @@ from lifecycle_msgs.srv import ChangeState, GetState
 import pytest
 import rclpy
 from ros_harness import wait_until
+from sequence_ai_ros.harness.service_calls import call_service
 from sequence_ai_ros.node.guard import CallbackGuard, refuse_service
-from sequence_ai_ros.service_calls import call_service
 from std_srvs.srv import Trigger
 
 REPO = Path(__file__).resolve().parents[1]

@@ -35,9 +35,11 @@ def run_without(modules, call):
 def test_the_gateway_executable_without_its_extras_says_what_to_install():
     # What `ros2 launch sequence_ai_ros demo.launch.py` runs, on a robot set up for the node.
     result = run_without(['starlette', 'uvicorn'],
-                         "sys.argv = ['gateway', '--help']; sys.exit(cli.gateway_main())")
+                         "sys.argv = ['sequence_ai_gateway', '--help']; "
+                         'sys.exit(cli.gateway_main())')
     assert result.returncode == 2, result.stderr
-    assert result.stderr.startswith('gateway: needs starlette, uvicorn, not installed here')
+    assert result.stderr.startswith(
+        'sequence_ai_gateway: needs starlette, uvicorn, not installed here')
     assert 'pip install "sequence_ai_ros[gateway]"' in result.stderr
     assert 'Traceback' not in result.stderr and result.stdout == ''
 

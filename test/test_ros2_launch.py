@@ -90,7 +90,7 @@ class Probe:
         """Poll `node`'s lifecycle state until it is `until`; return every state seen."""
         from lifecycle_msgs.srv import GetState
         from ros_harness import wait_until
-        from sequence_ai_ros.service_calls import lifecycle_state
+        from sequence_ai_ros.harness.service_calls import lifecycle_state
         client = self.ros.node.create_client(GetState, f'{node}/get_state')
         seen = []
 
@@ -105,7 +105,7 @@ class Probe:
         """Return the values of `names` on `node`, read through its get_parameters service."""
         from rcl_interfaces.srv import GetParameters
         from rclpy.parameter import parameter_value_to_python
-        from sequence_ai_ros.service_calls import call_service
+        from sequence_ai_ros.harness.service_calls import call_service
         client = self.ros.node.create_client(GetParameters, f'{node}/get_parameters')
         answer = call_service(client, GetParameters.Request(names=list(names)), 10.0)
         return [parameter_value_to_python(value) for value in answer.values]
@@ -124,7 +124,7 @@ def probe(ros):
 
 def arm_joint_names():
     """Return the arm controller's joints: the gripper has a controller of its own."""
-    from sequence_ai_ros import arm_model
+    from sequence_ai_ros.world import arm_model
     return list(arm_model.JOINT_NAMES)
 
 

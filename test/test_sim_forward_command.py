@@ -17,7 +17,7 @@ from rcl_interfaces.srv import GetParameters, SetParameters
 from rclpy.parameter import Parameter
 from rclpy.qos import qos_profile_system_default
 from ros_harness import wait_until
-from sequence_ai_ros.service_calls import call_service
+from sequence_ai_ros.harness.service_calls import call_service
 from sequence_ai_ros.sim.forward_command import (
     DEACTIVATED,
     ForwardCommand,

@@ -20,7 +20,7 @@ from rcl_interfaces.srv import GetParameters
 from rclpy.action import ActionClient
 from rclpy.parameter import Parameter
 from ros_harness import wait_until
-from sequence_ai_ros.service_calls import call_service
+from sequence_ai_ros.harness.service_calls import call_service
 from sequence_ai_ros.sim.gripper_action import (
     ABORTED,
     CANCELED,

@@ -12,12 +12,12 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from sequence_ai_ros import arm_model
 from sequence_ai_ros.sim import jtc_rules
 from sequence_ai_ros.sim.arm import ARM_JOINTS, GRIPPER_JOINT, SimArm
 from sequence_ai_ros.sim.hardware import HardwareLoop
 from sequence_ai_ros.sim.jtc_rules import Point, TrajectoryMsg
 from sequence_ai_ros.sim.trajectory import TrajectoryExecutor
+from sequence_ai_ros.world import arm_model
 
 DT = 0.01
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from rcl_interfaces.msg import ParameterType
 import rclpy
-from sequence_ai_ros import arm_model
+from sequence_ai_ros.world import arm_model
 from sim_process import Probe, SimProcess
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 

@@ -14,9 +14,9 @@ from dataclasses import replace
 import math
 
 import pytest
-from sequence_ai_ros import arm_model
 from sequence_ai_ros.sim import jtc_rules
 from sequence_ai_ros.sim.jtc_rules import Point, TrajectoryMsg, validate_trajectory
+from sequence_ai_ros.world import arm_model
 
 ARM = arm_model.JOINT_NAMES
 FINGER = arm_model.GRIPPER_JOINT

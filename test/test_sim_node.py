@@ -9,8 +9,8 @@ import numpy as np
 from PIL import Image as PILImage
 import pytest
 import rclpy
-from sequence_ai_ros import arm_model
 from sequence_ai_ros.sim.render import world_to_pixel
+from sequence_ai_ros.world import arm_model
 from sim_process import Probe, SimProcess, stamp
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint

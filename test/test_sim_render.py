@@ -4,7 +4,6 @@ import time
 
 import numpy as np
 import pytest
-from sequence_ai_ros import arm_model
 from sequence_ai_ros.sim.render import (
     BACKGROUND_RGB,
     SceneRenderer,
@@ -12,6 +11,7 @@ from sequence_ai_ros.sim.render import (
     TARGET_RADIUS,
     world_to_pixel,
 )
+from sequence_ai_ros.world import arm_model
 
 HOME = arm_model.HOME
 # A pose that swings the arm to one side, so links cross the table diagonally.

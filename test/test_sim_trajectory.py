@@ -14,12 +14,12 @@ import math
 from builtin_interfaces.msg import Duration, Time
 import numpy as np
 import pytest
-from sequence_ai_ros import arm_model
 from sequence_ai_ros.sim import jtc_rules
 from sequence_ai_ros.sim.arm import initial_state, JOINT_NAMES, SimArm
 from sequence_ai_ros.sim.jtc_rules import Point, TrajectoryMsg
 from sequence_ai_ros.sim.messages import trajectory_from_msg
 from sequence_ai_ros.sim.trajectory import TrajectoryExecutor
+from sequence_ai_ros.world import arm_model
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 JOINTS = ('j1', 'j2', 'j3')

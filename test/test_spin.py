@@ -1,5 +1,5 @@
 """
-The executor choice in sequence_ai_ros.spin, on real rclpy: which executor, and how it spins.
+The executor choice in sequence_ai_ros.runtime.spin, on real rclpy: which one, how it spins.
 
 Signals are sent to child processes (spin.init() installs process-wide handlers); everything
 else runs here on a private context.
@@ -18,7 +18,7 @@ import time
 import pytest
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
-from sequence_ai_ros import spin
+from sequence_ai_ros.runtime import spin
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
 
@@ -243,7 +243,7 @@ def test_the_node_is_free_to_destroy_after_spinning(node, context, monkeypatch, 
 CHILD = textwrap.dedent("""
     import os, signal, sys, time
     import rclpy
-    from sequence_ai_ros import spin
+    from sequence_ai_ros.runtime import spin
     mode = sys.argv[1]
     spin.init()
     node = rclpy.create_node('spin_signal_' + mode)

@@ -1,6 +1,6 @@
 """The stamp encoding and the order check the load tests and the fleet bench share."""
 
-from sequence_ai_ros.stamped_actions import LOOP_UNIT, read_stamp, SequenceCheck, stamp
+from sequence_ai_ros.harness.stamped_actions import LOOP_UNIT, read_stamp, SequenceCheck, stamp
 
 
 def check(*actions, loop=1, lengths=None):

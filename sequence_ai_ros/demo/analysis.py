@@ -3,7 +3,7 @@
 from dataclasses import dataclass, field
 from typing import Any
 
-from sequence_ai_ros.arm_model import JOINT_NAMES
+from sequence_ai_ros.world.arm_model import JOINT_NAMES
 
 ARM_JOINTS = len(JOINT_NAMES)
 

@@ -8,7 +8,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 import numpy as np
-from sequence_ai_ros.arm_model import HOVER_Z, tool_position
+from sequence_ai_ros.world.arm_model import HOVER_Z, tool_position
 
 from . import analysis
 

@@ -13,7 +13,7 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
-from sequence_ai_ros.service_calls import change_state, lifecycle_state
+from sequence_ai_ros.harness.service_calls import change_state, lifecycle_state
 from sequence_ai_ros.sim.arm import JOINT_NAMES
 from std_msgs.msg import Float64, String
 from trajectory_msgs.msg import JointTrajectory

@@ -22,7 +22,7 @@
 from typing import Any
 
 import numpy as np
-from sequence_ai_ros import arm_model
+from sequence_ai_ros.world import arm_model
 
 from .catalogue import ModelProfile
 from .prefix import DELAY_OPTION, HORIZON_OPTION, PREFIX_OPTION, prefix_weights

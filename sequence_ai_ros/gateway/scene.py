@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from PIL import Image
-from sequence_ai_ros import arm_model
+from sequence_ai_ros.world import arm_model
 
 # Colour tolerances (max per-channel difference) wide enough for JPEG at quality ~85+.
 TABLE_TOLERANCE = 40

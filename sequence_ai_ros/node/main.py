@@ -5,7 +5,7 @@ import signal
 import sys
 import threading
 
-from sequence_ai_ros.spin import init, shutdown, spin_until_shutdown
+from sequence_ai_ros.runtime.spin import init, shutdown, spin_until_shutdown
 
 
 def main(args: list[str] | None = None) -> int:

@@ -3,7 +3,7 @@
 from collections.abc import Sequence
 
 import numpy as np
-from sequence_ai_ros import arm_model
+from sequence_ai_ros.world import arm_model
 
 ARM_JOINTS = arm_model.JOINT_NAMES
 GRIPPER_JOINT = arm_model.GRIPPER_JOINT

@@ -48,8 +48,8 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import GoalEvent, ServerGoalHandle
 from rclpy.node import Node
 from rclpy.task import Future
-from sequence_ai_ros import arm_model
 from sequence_ai_ros.sim.controller_base import POSITION
+from sequence_ai_ros.world import arm_model
 
 SUCCEEDED, ABORTED, CANCELED = 'succeeded', 'aborted', 'canceled'
 ACCEPTED_LOG = 'Received & accepted new action goal'

@@ -32,13 +32,13 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage, Image, JointState
-from sequence_ai_ros import arm_model
+from sequence_ai_ros.runtime.spin import init, make_executor, shutdown, spin_until_shutdown
 from sequence_ai_ros.sim import controllers, messages, params
 from sequence_ai_ros.sim.arm import JOINT_NAMES, SimArm
 from sequence_ai_ros.sim.controller_base import SimController
 from sequence_ai_ros.sim.hardware import HardwareLoop
 from sequence_ai_ros.sim.render import SceneRenderer
-from sequence_ai_ros.spin import init, make_executor, shutdown, spin_until_shutdown
+from sequence_ai_ros.world import arm_model
 from std_msgs.msg import Float64, Header
 from std_srvs.srv import Trigger
 

@@ -6,8 +6,8 @@ import math
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor
 from rclpy.node import Node
-from sequence_ai_ros import arm_model
 from sequence_ai_ros.sim import controllers, jtc_rules
+from sequence_ai_ros.world import arm_model
 
 TRANSPORTS = ('raw', 'compressed')
 

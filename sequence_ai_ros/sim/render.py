@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 from PIL import Image, ImageDraw
-from sequence_ai_ros import arm_model
+from sequence_ai_ros.world import arm_model
 
 BACKGROUND_RGB = (40, 40, 40)
 TARGET_RADIUS = 0.03

@@ -13,10 +13,10 @@ import threading
 import time
 from typing import Any
 
-from .client.policy import Policy
-from .client.transport import Transport
-from .client.types import Observation, Prediction
-from .stamped_actions import SequenceCheck
+from sequence_ai_ros.client.policy import Policy
+from sequence_ai_ros.client.transport import Transport
+from sequence_ai_ros.client.types import Observation, Prediction
+from sequence_ai_ros.harness.stamped_actions import SequenceCheck
 
 
 class StampedPolicy(Policy):
