@@ -10,7 +10,8 @@
 #     ros2 run rqt_image_view rqt_image_view /camera/exterior/image_raw
 #
 # The gateway is this package's `sequence_ai_gateway`: the hosted wire contract with the
-# catalogue's timing and reference policies, on 127.0.0.1 only. Started without keys (no --keys-file, no
+# catalogue's timing and reference policies, on 127.0.0.1 only. Started without keys (no
+# --keys-file, no
 # $SEQUENCE_AI_ROS_GATEWAY_KEYS in the environment) it runs with auth disabled and accepts
 # every call. The node still wants a key to send: it keeps yours from $SEQUENCES_API_KEY, else it
 # gets a placeholder (no key at all) that such a gateway accepts. If you set
