@@ -30,7 +30,9 @@ if TYPE_CHECKING:
         SequencesError,
         Unavailable,
     )
+    from .client.observer import PolicyObserver
     from .client.outcome import RunOutcome
+    from .client.playback import PlaybackOptions
     from .client.policy import Policy
     from .client.stream import ActionStream
     from .client.transport import Transport
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     'DEFAULT_BASE_URL': 'config', 'ChunkEngine': 'engine', 'RunOutcome': 'outcome',
     'Policy': 'policy', 'ActionStream': 'stream', 'Transport': 'transport',
+    'PolicyObserver': 'observer', 'PlaybackOptions': 'playback',
     **dict.fromkeys(('AuthError', 'CertificateError', 'ChunkExhausted', 'InvalidRequest',
                      'MalformedResponse', 'OutOfCredit', 'PolicyBusy', 'PolicyClosed',
                      'SequencesError', 'Unavailable'), 'errors'),
@@ -71,7 +74,7 @@ __all__ = [
     'Proprioception', 'ActionChunk', 'Prediction', 'RunOutcome', 'Model', 'SequencesError',
     'AuthError', 'OutOfCredit', 'InvalidRequest', 'Unavailable', 'ChunkExhausted',
     'MalformedResponse', 'CertificateError', 'PolicyBusy', 'PolicyClosed', 'DEFAULT_BASE_URL',
-    'Transport',
+    'Transport', 'PolicyObserver', 'PlaybackOptions',
 ]
 
 

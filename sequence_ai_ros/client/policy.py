@@ -16,6 +16,7 @@ import warnings
 from .engine import ChunkEngine
 from .errors import ChunkExhausted, PolicyBusy, PolicyClosed
 from .latency import LatencyWindow
+from .observer import PolicyObserver
 from .outcome import RunOutcome
 from .run_loop import RunCallbacks, RunLoop
 from .stream import ActionStream
@@ -40,8 +41,8 @@ def _warn_no_validate() -> None:
 class Policy:
     """A handle on one model over one open connection. Get it from connect(); use `with`."""
 
-    def __init__(self, transport: Transport, model: str,
-                 control_hz: float | None = None) -> None:
+    def __init__(self, transport: Transport, model: str, control_hz: float | None = None,
+                 observer: PolicyObserver | None = None) -> None:
         if control_hz is not None and not control_hz > 0:
             raise ValueError('control_hz must be a positive rate')
         self._transport = transport
@@ -52,6 +53,7 @@ class Policy:
         self._drive_lock = threading.RLock()
         self._stream: ActionStream | None = None
         self._latency = LatencyWindow()
+        self._observer = observer or PolicyObserver()
 
     def __repr__(self) -> str:
         state = 'closed' if self._closed else 'open'
@@ -85,7 +87,15 @@ class Policy:
                 f'observation must be an Observation, got {type(observation).__name__}')
         payload: dict[str, Any] = {'model': self._model, 'observation': observation.to_wire()}
         payload.update({k: v for k, v in options.items() if v is not None})
-        return Prediction.from_wire(self._transport.post('/v1/act', payload))
+        self._observer.request_sent(observation)
+        began = time.monotonic()
+        try:
+            prediction = Prediction.from_wire(self._transport.post('/v1/act', payload))
+        except BaseException as exc:
+            self._observer.request_failed(observation, exc)
+            raise
+        self._observer.answer_received(observation, prediction, time.monotonic() - began)
+        return prediction
 
     @contextmanager
     def _driving(self, what: str) -> Iterator[None]:

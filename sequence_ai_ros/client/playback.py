@@ -1,0 +1,84 @@
+"""
+PlaybackOptions: how a driver plays a model's chunks, with the one set of defaults.
+
+run() and the ROS node both drive an ActionStream; what they share (the join, the seam blend,
+requests in flight, retries, the warm-model wait) is this one object, so a default or a check
+is written once for both.
+"""
+
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+JOIN_MODES = ('append', 'aligned', 'rtc')
+BLENDS = ('linear', 'min_jerk')
+
+
+@dataclass(frozen=True)
+class PlaybackOptions:
+    """
+    How chunks are requested, joined and played.
+
+    join              'append' (each chunk whole, after the one before), 'aligned' (step i
+                      at capture + i/hz) or 'rtc' (real-time chunking: the prefix in flight
+                      is sent as a guide)
+    prefetch          request the next chunk while this one plays (False: refill when empty)
+    max_inflight      requests allowed in flight when latency says one is not enough
+    smooth_seam       ramp N steps of each new chunk out of the last action (absolute spaces)
+    seam_blend        the ramp's shape: 'min_jerk' (no velocity kink) or 'linear'
+    retries           transient failures absorbed in a row while the plan plays; the next
+                      one is raised
+    retry_backoff_s   pause before the first retry, doubled for each further one
+    startup_timeout_s wait out a warming model, but only before the first action
+    """
+
+    join: str = 'append'
+    prefetch: bool = True
+    max_inflight: int = 2
+    smooth_seam: int = 0
+    seam_blend: str = 'min_jerk'
+    retries: int = 2
+    retry_backoff_s: float = 0.25
+    startup_timeout_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        problem = next(iter(self.problems().items()), None)
+        if problem is not None:
+            raise ValueError(f'{problem[0]} {problem[1]}')
+
+    def problems(self) -> dict[str, str]:
+        """Return {field: what is wrong with it} (empty when every field is valid)."""
+        found: dict[str, str] = {}
+        checks = (
+            (self.join in JOIN_MODES, 'join', f'must be one of {JOIN_MODES}, got {self.join!r}'),
+            (isinstance(self.prefetch, bool), 'prefetch', 'must be True or False'),
+            (_integer(self.max_inflight) and self.max_inflight >= 1, 'max_inflight',
+             'must be an integer >= 1'),
+            (_integer(self.smooth_seam) and self.smooth_seam >= 0, 'smooth_seam',
+             'must be an integer >= 0'),
+            (self.seam_blend in BLENDS, 'seam_blend',
+             f'must be one of {BLENDS}, got {self.seam_blend!r}'),
+            (_integer(self.retries) and self.retries >= 0, 'retries', 'must be an integer >= 0'),
+            (_number(self.retry_backoff_s) and self.retry_backoff_s >= 0, 'retry_backoff_s',
+             'must be >= 0'),
+            (_number(self.startup_timeout_s) and self.startup_timeout_s >= 0,
+             'startup_timeout_s', 'must be >= 0'),
+        )
+        for ok, name, why in checks:
+            if not ok:
+                found[name] = why
+        return found
+
+    def with_changes(self, **changes: Any) -> 'PlaybackOptions':
+        """Return a copy with `changes` (checked like the original)."""
+        unknown = set(changes) - {f.name for f in fields(self)}
+        if unknown:
+            raise TypeError(f'unknown playback options: {sorted(unknown)}')
+        return replace(self, **changes)
+
+
+def _integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
