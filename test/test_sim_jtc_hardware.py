@@ -5,7 +5,7 @@ As ros2_control's resource manager: a joint's command interface belongs to one c
 position commands are desired positions, velocity commands integrate, no command holds.
 That rule is ros-controls/ros2_control's (hardware_interface resource manager); no stored
 version of it was read, so it cites no lines. The trajectory controller's rules cite
-`<path> @ <commit> (<branch>), lines A-B` as in sequence_ai_ros/sim/jtc_rules.py.
+`<path> @ <commit> (<branch>), lines A-B` as in sequence_ai_ros/sim/jtc_rules/__init__.py.
 """
 
 from dataclasses import replace

@@ -4,8 +4,8 @@ The simulated JTC accepts what a stock joint_trajectory_controller accepts, per 
 Upstream: ros-controls/ros2_controllers. Each test names its rule's lines as
 `<path> @ <commit> (<branch>), lines A-B`, and the check by the text it logs; which
 versions these are and how their branch was (or was not) established is in
-sequence_ai_ros/sim/jtc_rules.py. Within one comment, later "lines" are in the version
-cited first; validate_trajectory_msg is lines 1995-2140 of
+sequence_ai_ros/sim/jtc_rules/__init__.py. Within one comment, later "lines" are in the
+version cited first; validate_trajectory_msg is lines 1995-2140 of
 joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
 unverified).
 """
