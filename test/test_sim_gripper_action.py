@@ -3,7 +3,7 @@ The simulated gripper_action_controller: its rules with injected time, then its 
 
 Upstream: ros-controls/ros2_controllers. Each test names its rule's lines as
 `<path> @ <commit> (<branch>), lines A-B`; how far each branch was established is in
-sequence_ai_ros/sim/gripper_action.py. The finger here is the test's own hardware: a
+sequence_ai_ros/sim/gripper_rules.py. The finger here is the test's own hardware: a
 position servo on panda_finger_joint1 (0.0 closed .. 0.04 m open) at 0.05 m/s.
 """
 
@@ -21,12 +21,12 @@ from rclpy.action import ActionClient
 from rclpy.parameter import Parameter
 from ros_harness import wait_until
 from sequence_ai_ros.harness.service_calls import call_service
-from sequence_ai_ros.sim.gripper_action import (
+from sequence_ai_ros.sim.gripper_action import GripperActionController
+from sequence_ai_ros.sim.gripper_rules import (
     ABORTED,
     CANCELED,
     check_goal,
     GripperAction,
-    GripperActionController,
     GripperResult,
     GripperSettings,
     Outcome,

@@ -9,6 +9,7 @@ on a robot). Two controllers never claim the same joint.
 """
 
 from collections.abc import Sequence
+import threading
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -44,6 +45,38 @@ class Holdable(Protocol):
 
     def hold(self) -> None:
         """Hold the claimed joints at their last measured position until the next command."""
+
+
+class Switchable(Protocol):
+    """A controller's ROS-free core, which controller_manager switches on and off."""
+
+    def activate(self) -> None:
+        """Start updating."""
+
+    def deactivate(self) -> None:
+        """Stop updating."""
+
+
+class SwitchedController:
+    """
+    A controller node's activate() and deactivate(), as controller_manager's switch_controller.
+
+    For a node that keeps its state in a ROS-free core (`_core`) behind the lock (`_lock`)
+    that its callbacks and the hardware loop's update share; the core says what each does.
+    """
+
+    _core: Switchable
+    _lock: threading.Lock
+
+    def activate(self) -> None:
+        """Activate, as controller_manager's switch_controller does."""
+        with self._lock:
+            self._core.activate()
+
+    def deactivate(self) -> None:
+        """Deactivate, as controller_manager's switch_controller does."""
+        with self._lock:
+            self._core.deactivate()
 
 
 def controller_name(controller: object) -> str:

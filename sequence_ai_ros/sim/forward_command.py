@@ -53,7 +53,11 @@ import numpy as np
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 from rclpy.qos import qos_profile_system_default
-from sequence_ai_ros.sim.controller_base import COMMAND_INTERFACES, VELOCITY
+from sequence_ai_ros.sim.controller_base import (
+    COMMAND_INTERFACES,
+    SwitchedController,
+    VELOCITY,
+)
 from std_msgs.msg import Float64MultiArray
 
 NON_FINITE = 'Non-finite value received. Dropping message'
@@ -147,7 +151,7 @@ class ForwardCommand:
             self._written = np.zeros(len(self.joints))
 
 
-class ForwardCommandController(Node):
+class ForwardCommandController(SwitchedController, Node):
     """
     A forward command controller's node: `~/commands` in, SimController for the hardware loop.
 
@@ -198,16 +202,6 @@ class ForwardCommandController(Node):
     def active(self) -> bool:
         """Return True while the controller is updated (False after an error on Jazzy+)."""
         return self._core.active
-
-    def activate(self) -> None:
-        """Activate, as controller_manager's switch_controller does."""
-        with self._lock:
-            self._core.activate()
-
-    def deactivate(self) -> None:
-        """Deactivate, as controller_manager's switch_controller does."""
-        with self._lock:
-            self._core.deactivate()
 
     def update(self, now: float, position: np.ndarray, velocity: np.ndarray
                ) -> np.ndarray | None:
