@@ -101,7 +101,6 @@ def samples_next_cycle(distro: str) -> bool:
     return distro != 'humble'
 
 
-
 def effective_cmd_timeout(params: JtcParams) -> tuple[float, str | None]:
     """
     Return the cmd_timeout on_activate keeps, and upstream's warning if it drops it.

@@ -47,7 +47,6 @@ class TrajectoryMsg:
         return tuple(p.positions for p in self.points)
 
 
-
 def effort_reason(distro: str) -> str:
     """
     Upstream's text for a point with effort on a controller without an effort interface.
@@ -185,4 +184,3 @@ def sim_checks(msg: TrajectoryMsg) -> str | None:
             return (f'sim: points #{i - 1} and #{i} carry accelerations without velocities: '
                     'upstream interpolates no spline there and commands 0.0 to every joint')
     return None
-
