@@ -8,6 +8,7 @@ arm_controller and gripper_controller on the other, named as in ros2_control.
 from pathlib import Path
 from typing import Any
 
+from sequence_ai_ros.sim.jtc_rules import DEFAULT_DISTRO, DISTROS
 import yaml
 
 ARM_CONTROLLERS = {
@@ -21,8 +22,10 @@ GRIPPER_CONTROLLERS = {
     'trajectory': 'gripper_trajectory_controller',
     'forward_position': 'gripper_forward_position_controller',
 }
-DISTROS = ('humble', 'jazzy', 'kilted')
-DEFAULT_DISTRO = 'jazzy'
+# DISTROS and DEFAULT_DISTRO are the sim's (whose upstream rules its controllers follow),
+# offered here beside the controllers they choose the rules of.
+__all__ = ['ARM_CONTROLLERS', 'config_value', 'controller_setup', 'DEFAULT_DISTRO',
+           'default_gripper_interface', 'DISTROS', 'GRIPPER_CONTROLLERS']
 
 
 def default_gripper_interface() -> str:
