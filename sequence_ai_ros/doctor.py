@@ -16,7 +16,6 @@ from . import __version__
 from .client.config import (
     credentials_path,
     full_model_id,
-    mask_key,
     read_credentials_file,
     resolve_base_url,
 )
@@ -30,6 +29,7 @@ from .client.errors import (
 )
 from .client.transport import certificate_refusal, tls_context, Transport
 from .client.types import Prediction
+from .contract.secrets import mask_key
 
 EXIT_OK = 0
 EXIT_NO_KEY = 10
