@@ -45,7 +45,7 @@ class ApiError(Exception):
 
 
 class WarmingUp(ApiError):
-    """503 while a cold model loads: the only error whose detail is an object (see PROTOCOL)."""
+    """503 while a cold model loads: the only error whose detail is an object (openapi.json)."""
 
     def __init__(self, model: str, retry_after_s: float, job_id: str) -> None:
         super().__init__(503, f'model {model} is warming up; retry in {retry_after_s:.2f} s')
