@@ -28,7 +28,6 @@ import time
 from typing import Any
 import warnings
 
-from _engine_world import Arm, seam_rate, SeamMeter, SimulatedArm, Trace
 import httpx
 import sequence_ai
 from sequence_ai_ros.client.config import full_model_id
@@ -40,6 +39,8 @@ from sequence_ai_ros.client.transport import Transport
 from sequence_ai_ros.client.types import Observation, Prediction
 from sequence_ai_ros.gateway.catalogue import load_catalogue, ModelProfile
 from sequence_ai_ros.gateway.latency import LatencySampler
+
+from ._engine_world import Arm, seam_rate, SeamMeter, SimulatedArm, Trace
 
 LOOPS = ('naive', 'published', 'append', 'aligned', 'blended', 'rtc')
 # The blended loop's ramp, as a share of a chunk: half of one (cosmos3 16 steps = 1.07 s,

@@ -10,13 +10,14 @@ catalogue's figures whatever the scale.
 from dataclasses import dataclass
 from pathlib import Path
 
-from _engine_loops import BLEND_TEXT, RunRecord, SimRun
-from _engine_world import ABSOLUTE_SPACES, STALL_PERIODS
-from _record import write_results_section
 import numpy as np
 from sequence_ai_ros.client.latency import quantile
 from sequence_ai_ros.gateway.catalogue import ModelProfile
 from sequence_ai_ros.gateway.latency import LatencySampler
+
+from ._engine_loops import BLEND_TEXT, RunRecord, SimRun
+from ._engine_world import ABSOLUTE_SPACES, STALL_PERIODS
+from ._record import write_results_section
 
 SECTION = '## Chunk engine vs the published client'
 OURS = ('append', 'aligned', 'blended')

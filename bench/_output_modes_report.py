@@ -7,7 +7,7 @@ from pathlib import Path
 import statistics
 from typing import Any
 
-from _output_modes_metrics import (
+from ._output_modes_metrics import (
     BACK_S,
     GRID_S,
     jerk_rms,
@@ -22,14 +22,14 @@ from _output_modes_metrics import (
     targets,
     tracking,
 )
-from _output_modes_run import (
+from ._output_modes_run import (
     JOINT_STATE_HZ,
     MOVING_RAD_S,
     PULSE_GAP_S,
     RunResult,
     TARGET_EVERY_S,
 )
-from _record import write_results_section
+from ._record import write_results_section
 
 SECTION = '## Output modes against the simulated stock controllers'
 

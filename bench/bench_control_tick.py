@@ -1,7 +1,7 @@
 """
 Issue #8's benchmark: the policy node's control tick against a bare rclpy timer, per executor.
 
-Run: .venv/bin/python bench/bench_control_tick.py [--seconds S | --quick] [--rates 15 50]
+Run: .venv/bin/python -m bench.bench_control_tick [--seconds S | --quick] [--rates 15 50]
      [--executors single events] [--idle-seconds S] [--no-write | --write] [--results PATH]
 
 The policy node (a real process with a params file, as the tests start it) publishes
@@ -33,19 +33,20 @@ import threading
 import time
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(0, str(REPO))
+from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.world import arm_model
 
-from _record import (  # noqa: E402
+from ._record import (
+    command_line,
     GATEWAY_NICE,
     lower_priority,
     machine,
     provenance,
     write_results_section,
 )
-from sequence_ai_ros.gateway.process import GatewayProcess  # noqa: E402
-from sequence_ai_ros.world import arm_model  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
 
 DEFAULT_SECONDS = 40.0
 QUICK_SECONDS = 10.0
@@ -682,8 +683,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         bench.close()
     runtime = time.monotonic() - began
-    command = ' '.join(['.venv/bin/python', 'bench/bench_control_tick.py',
-                        *(sys.argv[1:] if argv is None else argv)])
+    command = command_line('bench.bench_control_tick', argv)
     width, height = args.camera_size
     before, after = (args.executors + args.executors)[:2]
     sections = [

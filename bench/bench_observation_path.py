@@ -1,7 +1,7 @@
 """
 Benchmark the observation image path: camera frame -> 224x224 JPEG -> request body.
 
-Run: .venv/bin/python bench/bench_observation_path.py [--iterations N]
+Run: .venv/bin/python -m bench.bench_observation_path [--iterations N]
 
 Measures, in one run on this machine: per-frame time and output size for each encoder that is
 importable (Pillow as shipped, simplejpeg, PyTurboJPEG), resize filter choices, the JPEG
@@ -9,7 +9,6 @@ quality trade, and the two-camera /v1/act request body with its latency share at
 gateway's ~16 ms per kB of body (docs: shared/PROTOCOL.md).
 """
 
-from __future__ import annotations
 
 import argparse
 from base64 import b64encode
@@ -18,7 +17,6 @@ from dataclasses import dataclass
 import io
 import json
 import os
-from pathlib import Path
 import platform
 import statistics
 import sys
@@ -27,12 +25,8 @@ import time
 import numpy as np
 import PIL
 from PIL import features, Image
-
-# Runnable from a fresh clone without `pip install -e .`.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from sequence_ai_ros.node import images  # noqa: E402
-from sequence_ai_ros.node.images import (  # noqa: E402
+from sequence_ai_ros.node import images
+from sequence_ai_ros.node.images import (
     encode_compressed_image,
     encode_raw_image,
     letterbox_geometry,
