@@ -3,8 +3,9 @@ Run every bench/bench_*.py module in turn (what `make bench` does).
 
 Run: .venv/bin/python -m bench.run_all [--only SUBSTRING ...]
 
-Each runs as `python -m bench.<name>` in its own process with this interpreter, one after another so that no two
-benchmarks share the machine. The exit status is non-zero if any script failed.
+Each runs as `python -m bench.<name>` in its own process with this interpreter, one after
+another so that no two benchmarks share the machine. The exit status is non-zero if any
+bench failed.
 """
 
 import argparse
