@@ -31,10 +31,10 @@ import warnings
 import httpx
 import sequence_ai
 from sequence_ai_ros.client.config import full_model_id
-from sequence_ai_ros.client.engine import ChunkEngine, EngineStats
+from sequence_ai_ros.client.engine import ChunkEngine
+from sequence_ai_ros.client.observer import PolicyObserver
 from sequence_ai_ros.client.outcome import RunOutcome
 from sequence_ai_ros.client.policy import Policy
-from sequence_ai_ros.client.stream import ActionStream
 from sequence_ai_ros.client.transport import Transport
 from sequence_ai_ros.client.types import Observation, Prediction
 from sequence_ai_ros.gateway.catalogue import load_catalogue, ModelProfile
@@ -105,8 +105,6 @@ class RunRecord:
     # The loop's own account of the time it had no action to give (wall s): ours and the
     # published client's RunOutcome.underrun_s; the naive loop's is every request but the first.
     own_underrun_s: float | None = None
-    # Ours: the engine's counters (how chunks were joined, the largest join delay).
-    engine: EngineStats | None = None
 
 
 def _always_safe(action: list[float]) -> bool:
@@ -169,24 +167,17 @@ def run_published(spec: RunSpec, trace: Trace) -> RunRecord:
     return record
 
 
-class _TracedPolicy(Policy):
-    """Our Policy, noting which observation each answer was computed from (worker thread)."""
+class _Captures(PolicyObserver):
+    """Which observation each answer was computed from, noted on the sending thread."""
 
-    def __init__(self, transport: Transport, model: str,
-                 captures: dict[int, tuple[Observation, float]]) -> None:
-        super().__init__(transport, model)
-        self.captures = captures
-        self.answered: dict[str, float] = {}
-        self.stream: ActionStream | None = None
+    def __init__(self) -> None:
+        self.captured: dict[int, float] = {}  # id(observation) -> its Trace.observe() time
+        self.answered: dict[str, float] = {}  # prediction id -> its observation's time
 
-    def new_stream(self, **kwargs: Any) -> ActionStream:
-        self.stream = super().new_stream(**kwargs)
-        return self.stream
-
-    def send(self, observation: Observation, options: dict[str, Any]) -> Prediction:
-        prediction = super().send(observation, options)
-        self.answered[prediction.id] = self.captures.pop(id(observation))[1]
-        return prediction
+    def answer_received(self, observation: Observation, prediction: Prediction,
+                        round_trip_s: float) -> None:
+        """Note the capture time the answer's chunk was computed from."""
+        self.answered[prediction.id] = self.captured.pop(id(observation))
 
 
 def run_ours(spec: RunSpec, trace: Trace, join: str, *, smooth_seam: int = 0,
@@ -197,18 +188,18 @@ def run_ours(spec: RunSpec, trace: Trace, join: str, *, smooth_seam: int = 0,
     Actions are matched to chunks by value: a blended action matches none and gets chunk -1.
     """
     record = RunRecord(loop or join, trace)
-    captures: dict[int, tuple[Observation, float]] = {}
+    captures = _Captures()
     chunk_of: dict[tuple[float, ...], int] = {}
     transport = Transport(api_key=spec.api_key, base_url=spec.base_url)
-    policy = _TracedPolicy(transport, full_model_id(spec.model), captures)
+    policy = Policy(transport, full_model_id(spec.model), observer=captures)
 
     def observe() -> Observation:
         observation = spec.arm.observation()
-        captures[id(observation)] = (observation, trace.observe())
+        captures.captured[id(observation)] = trace.observe()
         return observation
 
     def on_chunk(prediction: Prediction) -> None:
-        number = trace.chunk(policy.answered.pop(prediction.id))
+        number = trace.chunk(captures.answered.pop(prediction.id))
         for values in prediction.action_chunk.steps:
             chunk_of[tuple(values)] = number
 
@@ -222,7 +213,6 @@ def run_ours(spec: RunSpec, trace: Trace, join: str, *, smooth_seam: int = 0,
                                     max_inflight=spec.max_inflight, smooth_seam=smooth_seam,
                                     seam_blend=seam_blend)
     record.own_underrun_s = record.outcome.underrun_s
-    record.engine = policy.stream.engine.stats if policy.stream is not None else None
     return record
 
 

@@ -3,7 +3,6 @@
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 import math
-from pathlib import Path
 import statistics
 from typing import Any
 
@@ -29,7 +28,6 @@ from ._output_modes_run import (
     RunResult,
     TARGET_EVERY_S,
 )
-from ._record import write_results_section
 
 SECTION = '## Output modes against the simulated stock controllers'
 
@@ -290,8 +288,3 @@ _DEFINITIONS = (
     'the late '
     "tick as the controller saw it. **underruns**: the node's own count; **rejected**: the "
     "controllers' ERROR lines (both summed over the runs).")
-
-
-def write_section(path: Path, body: str) -> None:
-    """Replace (or add) this bench's section of RESULTS.md, leaving other sections alone."""
-    write_results_section(path, SECTION, body)

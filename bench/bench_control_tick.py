@@ -215,11 +215,6 @@ class Bench:
         time.sleep(0.5)  # the last receipts reach the file
 
 
-def write_section(path: Path, body: str) -> None:
-    """Replace (or add) this bench's section of RESULTS.md, leaving other sections alone."""
-    write_results_section(path, SECTION, body)
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument('--seconds', type=float, default=None,
@@ -333,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     body = '\n\n'.join(sections)
     print('\n' + body)
     if args.write:
-        write_section(args.results, body)
+        write_results_section(args.results, SECTION, body)
         print(f'\nwrote {args.results}')
     else:
         print(f'\n(--quick or short run: {args.results} left alone; --write to update it)')

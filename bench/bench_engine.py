@@ -47,10 +47,16 @@ from ._engine_report import (
     simulated_table,
     table,
     targets,
-    write_section,
 )
 from ._engine_world import Arm, render_frames, seam_rate, WORLDS
-from ._record import command_line, GATEWAY_NICE, lower_priority, machine, provenance
+from ._record import (
+    command_line,
+    GATEWAY_NICE,
+    lower_priority,
+    machine,
+    provenance,
+    write_results_section,
+)
 
 HERE = Path(__file__).resolve().parent
 
@@ -300,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         args.markdown.write_text(f'{SECTION}\n\n{body.strip()}\n', encoding='utf-8')
         print(f'\nwrote {args.markdown}')
     if args.write:
-        write_section(args.results, body)
+        write_results_section(args.results, SECTION, body)
         print(f'\nwrote {args.results}')
     else:
         print('\n(subset or --quick run: RESULTS.md left alone; --write to update it)')

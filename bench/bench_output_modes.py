@@ -37,9 +37,9 @@ from sequence_ai_ros.gateway.catalogue import DEFAULT_CATALOGUE
 from sequence_ai_ros.gateway.process import GatewayProcess
 from sequence_ai_ros.harness.proc_stats import busy_share, machine_jiffies
 
-from ._output_modes_report import analyse, report, write_section
+from ._output_modes_report import analyse, report, SECTION
 from ._output_modes_run import run_once, RunResult, Setup
-from ._record import command_line, lower_priority, machine, provenance
+from ._record import command_line, lower_priority, machine, provenance, write_results_section
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     write = args.write if args.write is not None else not args.quick
     if write:
-        write_section(args.results, text)
+        write_results_section(args.results, SECTION, text)
         print(f'\nwrote {args.results}')
     failed = [r for r in results if r.failure]
     return 1 if failed else 0
