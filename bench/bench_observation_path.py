@@ -25,6 +25,7 @@ import time
 import numpy as np
 import PIL
 from PIL import features, Image
+from sequence_ai_ros.harness.proc_stats import cpu_model
 from sequence_ai_ros.node import images
 from sequence_ai_ros.node.images import (
     encode_compressed_image,
@@ -239,14 +240,7 @@ def table(headers: list[str], rows: list[list[object]]) -> None:
 
 
 def machine() -> None:
-    cpu = platform.processor() or '?'
-    try:
-        with open('/proc/cpuinfo') as info:
-            cpu = next(line.split(':', 1)[1].strip() for line in info
-                       if line.startswith('model name'))
-    except (OSError, StopIteration):
-        pass
-    print(f'cpu: {cpu} ({os.cpu_count()} logical)')
+    print(f'cpu: {cpu_model()} ({os.cpu_count()} logical)')
     print(f'python: {sys.version.split()[0]} ({platform.platform()})')
     versions = [f'numpy {np.__version__}', f'Pillow {PIL.__version__} '
                 f'(libjpeg-turbo {features.version("libjpeg_turbo")})']

@@ -24,12 +24,13 @@ import warnings
 
 from fixtures_gateway import encode
 from PIL import Image
-from reliability import FaultRow, open_sockets, resident_kib, settled, thread_count
+from reliability import FaultRow, settled
 from sequence_ai_ros.client.config import full_model_id
 from sequence_ai_ros.client.policy import Policy
 from sequence_ai_ros.client.transport import Transport
 from sequence_ai_ros.client.types import ImageFrame, Observation, Proprioception
 from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.harness.proc_stats import open_sockets, resident_kib, thread_count
 from sequence_ai_ros.harness.stamped_actions import (
     read_instruction,
     SequenceCheck,
