@@ -14,7 +14,8 @@ from sequence_ai_ros.client.latency import quantile
 from sequence_ai_ros.gateway.catalogue import ModelProfile
 from sequence_ai_ros.gateway.latency import LatencySampler
 
-from ._engine_loops import BLEND_TEXT, RunRecord, SimRun
+from ._engine_loops import BLEND_TEXT, RunRecord
+from ._engine_sim import SimRun
 from ._engine_world import ABSOLUTE_SPACES, STALL_PERIODS
 
 SECTION = '## Chunk engine vs the published client'

@@ -28,13 +28,7 @@ from sequence_ai_ros.gateway.catalogue import load_catalogue, ModelProfile
 from sequence_ai_ros.gateway.config import SCENARIOS
 from sequence_ai_ros.gateway.process import GatewayProcess
 
-from ._engine_loops import (
-    LOOPS,
-    run_loop,
-    RunSpec,
-    SimRun,
-    simulate_loop,
-)
+from ._engine_loops import LOOPS, run_loop, RunSpec
 from ._engine_report import (
     comparisons,
     definitions,
@@ -48,6 +42,7 @@ from ._engine_report import (
     table,
     targets,
 )
+from ._engine_sim import SimRun, simulate_loop
 from ._engine_world import Arm, render_frames, seam_rate, WORLDS
 from ._record import (
     command_line,
