@@ -29,7 +29,7 @@ from .client.errors import (
 )
 from .client.transport import certificate_refusal, tls_context, Transport
 from .client.types import Prediction
-from .contract.secrets import mask_key
+from .contract.key_masking import mask_key
 
 EXIT_OK = 0
 EXIT_NO_KEY = 10

@@ -14,14 +14,14 @@ from sequence_ai_ros.contract.action_spaces import (
     space_kind,
     VELOCITY,
 )
-from sequence_ai_ros.contract.secrets import mask_key, redact
+from sequence_ai_ros.contract.key_masking import mask_key, redact
 
 PACKAGE = Path(__file__).resolve().parents[1] / 'sequence_ai_ros'
 # A rule's names: defined in its contract module and nowhere else in the package.
 HOMES = {
     'space_kind': 'action_spaces', 'joint_space_kind': 'action_spaces',
     'is_absolute_space': 'action_spaces', 'is_velocity_space': 'action_spaces',
-    'mask_key': 'secrets', 'mask': 'secrets', 'redact': 'secrets',
+    'mask_key': 'key_masking', 'mask': 'key_masking', 'redact': 'key_masking',
 }
 
 

@@ -5,6 +5,6 @@ Standard library only, importing nothing else of the package: the client and the
 import it and still import nothing of each other.
 
   action_spaces  the kind of an action space ('absolute', 'delta', 'velocity') from its name
-  secrets        how an API key is shown (masked) and hidden from any text (redacted)
+  key_masking    how an API key is shown (masked) and hidden from any text (redacted)
   rtc            the request options and answer key of real-time chunking
 """

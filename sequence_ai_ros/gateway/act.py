@@ -14,7 +14,7 @@ from typing import Any
 import uuid
 
 import numpy as np
-from sequence_ai_ros.contract.secrets import redact
+from sequence_ai_ros.contract.key_masking import redact
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response

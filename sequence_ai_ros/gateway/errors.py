@@ -4,7 +4,7 @@ import json
 import math
 from typing import Any
 
-from sequence_ai_ros.contract.secrets import redact
+from sequence_ai_ros.contract.key_masking import redact
 from starlette.responses import JSONResponse
 
 

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 import threading
 
-from sequence_ai_ros.contract.secrets import KEY_PREFIX, mask_key
+from sequence_ai_ros.contract.key_masking import KEY_PREFIX, mask_key
 
 from .errors import ApiError
 

@@ -20,7 +20,7 @@ from sequence_ai_ros.client.errors import (
     OutOfCredit,
     Unavailable,
 )
-from sequence_ai_ros.contract.secrets import redact
+from sequence_ai_ros.contract.key_masking import redact
 
 from .safety import input_age_problem
 
@@ -45,6 +45,8 @@ ERROR_KINDS = ('', 'auth', 'credit', 'invalid', 'certificate', 'unavailable', 'w
                'malformed', 'other')
 
 # Keys start 'seq_'; a bearer header could carry any token.
+
+
 @dataclass
 class Health:
     """

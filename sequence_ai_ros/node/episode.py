@@ -21,7 +21,7 @@ from sequence_ai_ros.client.playback import PlaybackOptions
 from sequence_ai_ros.client.policy import Policy
 from sequence_ai_ros.client.stream import ActionStream
 from sequence_ai_ros.client.types import Prediction
-from sequence_ai_ros.contract.secrets import redact
+from sequence_ai_ros.contract.key_masking import redact
 
 from .arm_output import FORWARD_VELOCITY, PLAN
 from .commands import Command, CommandMapper, UnsupportedActionSpace

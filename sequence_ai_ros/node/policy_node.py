@@ -20,7 +20,7 @@ from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CompressedImage, Image, JointState
 import sequence_ai_ros as sai
 from sequence_ai_ros.client.config import read_credentials_file
-from sequence_ai_ros.contract.secrets import redact
+from sequence_ai_ros.contract.key_masking import redact
 from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 
