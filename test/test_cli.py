@@ -13,7 +13,7 @@ from fixtures_gateway import MAIN_KEY
 import httpx
 import pytest
 from sequence_ai_ros import cli
-from sequence_ai_ros.contract.secrets import mask_key
+from sequence_ai_ros.contract.key_masking import mask_key
 from sequence_ai_ros.doctor import Doctor, DoctorOptions, EXIT_CODES, PLAIN_JPEG, probe_observation
 from sequence_ai_ros.gateway.process import free_port, GatewayProcess
 

@@ -3,7 +3,7 @@
 from fixtures_gateway import act_body, AUTH, MAIN_KEY, TEST_KEYS, TWO_CREDIT_KEY
 import httpx
 import pytest
-from sequence_ai_ros.contract.secrets import mask_key
+from sequence_ai_ros.contract.key_masking import mask_key
 from sequence_ai_ros.gateway.keys import KeyLedger, load_keys
 
 

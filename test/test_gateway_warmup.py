@@ -9,7 +9,7 @@ import time
 
 from fixtures_gateway import act_body, AUTH, MAIN_KEY, PREFIX
 import httpx
-from sequence_ai_ros.contract.secrets import mask_key
+from sequence_ai_ros.contract.key_masking import mask_key
 from sequence_ai_ros.gateway.errors import WarmingUp
 from sequence_ai_ros.gateway.warmth import Warmth
 
