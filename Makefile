@@ -89,7 +89,7 @@ demo: venv
 	$(PY) -m sequence_ai_ros.cli demo $(DEMO_ARGS)
 
 bench: venv
-	$(PY) bench/run_all.py
+	$(PY) -m bench.run_all
 
 # Rerun every fault test and rewrite docs/RELIABILITY.md from what they measured.
 reliability: venv

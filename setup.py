@@ -16,7 +16,7 @@ def share(subdir: str, pattern: str) -> tuple[str, list[str]]:
 setup(
     name=PACKAGE,
     version='0.1.0',
-    packages=find_packages(exclude=['test', 'test.*', 'bench']),
+    packages=find_packages(exclude=['test', 'test.*', 'bench', 'bench.*']),
     package_data={'sequence_ai_ros.gateway': ['*.json']},
     data_files=[
         ('share/ament_index/resource_index/packages', ['resource/' + PACKAGE]),

@@ -8,15 +8,15 @@ catalogue's figures whatever the scale.
 """
 
 from dataclasses import dataclass
-from pathlib import Path
 
-from _engine_loops import BLEND_TEXT, RunRecord, SimRun
-from _engine_world import ABSOLUTE_SPACES, STALL_PERIODS
-from _record import write_results_section
 import numpy as np
 from sequence_ai_ros.client.latency import quantile
 from sequence_ai_ros.gateway.catalogue import ModelProfile
 from sequence_ai_ros.gateway.latency import LatencySampler
+
+from ._engine_loops import BLEND_TEXT, RunRecord
+from ._engine_sim import SimRun
+from ._engine_world import ABSOLUTE_SPACES, STALL_PERIODS
 
 SECTION = '## Chunk engine vs the published client'
 OURS = ('append', 'aligned', 'blended')
@@ -86,13 +86,15 @@ def measure(record: RunRecord, profile: ModelProfile, scenario: str, scale: floa
     if record.own_underrun_s is not None:
         row.own_moving = commanded / (commanded + record.own_underrun_s)
         row.late_tick_s = max(0.0, underrun - record.own_underrun_s) / scale
-    if record.engine is not None:
-        joins = record.engine.joins
-        row.joins = ', '.join(f'{how} {joins[how]}' for how in JOIN_KINDS if joins.get(how))
-        if record.engine.max_join_delay_s > 0:
-            row.joins += f' (delay up to {record.engine.max_join_delay_s / scale:.2f}s)'
     latencies = record.latencies
     out = record.outcome
+    # How chunks were joined is the engine's; shown where the run's outcome reports it.
+    joins = getattr(out, 'joins', None)
+    if joins:
+        row.joins = ', '.join(f'{how} {joins[how]}' for how in JOIN_KINDS if joins.get(how))
+        delay = getattr(out, 'max_join_delay_s', 0.0)
+        if delay > 0:
+            row.joins += f' (delay up to {delay / scale:.2f}s)'
     if out is not None:
         row.stale = out.stale_chunks
         if record.loop == 'rtc':
@@ -421,8 +423,3 @@ def definitions(scale: float, chunks: int, max_inflight: int,
         'engine blends only a fallback or an appended chunk); the '
         'published client with its defaults '
         '(prefetch on, one request in flight). All loops get validate=lambda a: True.')
-
-
-def write_section(path: Path, body: str) -> None:
-    """Replace (or add) this bench's section of RESULTS.md, leaving other sections alone."""
-    write_results_section(path, SECTION, body)

@@ -8,7 +8,7 @@ whose instruction carries the loop's id and a request sequence number. The gatew
 chunks in observation order, every step of a chunk once and in order, and every request either
 answered or failed (none silently lost).
 
-Also runnable as a child process (`python bench/_fleet_clients.py --base-url ...`), so that a
+Also runnable as a child process (`python -m bench._fleet_clients --base-url ...`), so that a
 fleet can be split over processes when one interpreter's GIL is the limit; the child prints one
 JSON object with its loops' results and its own CPU time.
 """
@@ -23,22 +23,24 @@ import time
 from typing import Any
 import warnings
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE), str(HERE.parent)]
-
-from _fleet_policy import instruction  # noqa: E402
-from sequence_ai_ros.client.config import full_model_id  # noqa: E402
-from sequence_ai_ros.client.transport import Transport  # noqa: E402
-from sequence_ai_ros.client.types import (  # noqa: E402
+from sequence_ai_ros.client.config import full_model_id
+from sequence_ai_ros.client.policy import Policy
+from sequence_ai_ros.client.transport import Transport
+from sequence_ai_ros.client.types import (
     ImageFrame,
     Observation,
     Proprioception,
 )
-from sequence_ai_ros.harness.stamped_actions import SequenceCheck  # noqa: E402
-from sequence_ai_ros.harness.stamped_policy import StampedPolicy  # noqa: E402
-from sequence_ai_ros.node.images import encode_raw_image  # noqa: E402
-from sequence_ai_ros.sim.render import SceneRenderer  # noqa: E402
-from sequence_ai_ros.world import arm_model  # noqa: E402
+from sequence_ai_ros.harness.proc_stats import cpu_seconds
+from sequence_ai_ros.harness.stamped_actions import SequenceCheck
+from sequence_ai_ros.harness.stamped_observer import StampedObserver
+from sequence_ai_ros.node.images import encode_raw_image
+from sequence_ai_ros.sim.render import SceneRenderer
+from sequence_ai_ros.world import arm_model
+
+from ._fleet_policy import instruction, PREFIX
+
+HERE = Path(__file__).resolve().parent
 
 TARGET_XY = (0.55, -0.2)
 DRAIN_S = 30.0  # after run() returns, how long requests still in flight may take to land
@@ -54,13 +56,6 @@ def synthetic_frames() -> tuple[str, str]:
         frames.append(encode_raw_image('rgb8', width, height, width * 3,
                                        pixels.tobytes()).base64())
     return frames[0], frames[1]
-
-
-def cpu_seconds(pid: int | str = 'self') -> float:
-    """Return a process's user + system CPU time, in seconds (Linux /proc)."""
-    import os
-    fields = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
 
 
 @dataclass
@@ -91,7 +86,8 @@ class ClientLoop:
         self.frames = frames
         self.check = SequenceCheck(client)
         transport = Transport(api_key=api_key, base_url=base_url)
-        self.policy = StampedPolicy(transport, full_model_id(model), self.check)
+        self.stamps = StampedObserver(self.check, PREFIX)
+        self.policy = Policy(transport, full_model_id(model), observer=self.stamps)
         self.requested = 0
         self.result: LoopResult | None = None
 
@@ -120,14 +116,14 @@ class ClientLoop:
                 outcome = asdict(result)
                 # Answers still in flight land on their worker threads; wait for each fate.
                 deadline = time.monotonic() + DRAIN_S
-                while self.policy.unresolved() and time.monotonic() < deadline:
+                while self.stamps.unresolved() and time.monotonic() < deadline:
                     time.sleep(0.01)
         except Exception as exc:  # noqa: BLE001 (recorded in the row, not fatal to the fleet)
             error = f'{type(exc).__name__}: {exc}'
         self.result = self._result(outcome, error)
 
     def _result(self, outcome: dict[str, Any], error: str) -> LoopResult:
-        policy, check = self.policy, self.check
+        policy, check = self.stamps, self.check
         answered = policy.answered | policy.failed
         played = set(check.played)
         # The run's last answers may land after max_actions: they are not skips.
@@ -159,7 +155,7 @@ def run_fleet(base_url: str, api_key: str, model: str, clients: list[int], actio
 
 def main(argv: list[str] | None = None) -> int:
     """Child-process mode: run some loops, print one JSON object with results and CPU time."""
-    parser = argparse.ArgumentParser(description='fleet bench worker (run by bench_fleet.py)')
+    parser = argparse.ArgumentParser(description='fleet bench worker (run by bench.bench_fleet)')
     parser.add_argument('--base-url', required=True)
     parser.add_argument('--key', required=True)
     parser.add_argument('--model', required=True)

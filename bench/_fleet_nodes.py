@@ -17,11 +17,11 @@ import threading
 import time
 from typing import Any
 
-from _fleet_clients import cpu_seconds
 from sequence_ai_ros.demo.configs import config_file
 from sequence_ai_ros.demo.controllers import config_value, controller_setup, DEFAULT_DISTRO
 from sequence_ai_ros.demo.processes import ChildProcess, ros_environment
 from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.harness.proc_stats import busy_share, cpu_seconds, machine_jiffies
 
 NODE, SIM = 'policy_node', 'sim_arm'
 STEP_TIMEOUT_S = 90.0  # a process start or a transition, with up to 16 processes on 2 cores
@@ -108,14 +108,6 @@ class Watcher:
 def acts(stats: dict[str, Any]) -> int:
     """Count every /v1/act the gateway has answered, whatever the status."""
     return sum(sum(by_status.values()) for by_status in stats.get('acts', {}).values())
-
-
-def machine_busy() -> tuple[float, float]:
-    """Return (busy, total) jiffies of all cores since boot (Linux /proc/stat)."""
-    fields = [int(v) for v in Path('/proc/stat').read_text().split('\n', 1)[0].split()[1:]]
-    idle = fields[3] + fields[4]  # idle + iowait
-    total = sum(fields[:8])  # guest time is already inside user
-    return float(total - idle), float(total)
 
 
 @dataclass
@@ -221,7 +213,7 @@ class NodeFleet:
         # episode's end, so it covers only time when every arm was running.
         time.sleep(min(2.0, 0.1 * episode_wall_s))
         stats0, before = self.gateway.stats(), self._cpu()
-        busy0, total0 = machine_busy()
+        busy0 = machine_jiffies()
         began = time.monotonic()
         deadline = began + 3 * episode_wall_s + STEP_TIMEOUT_S
         while time.monotonic() < deadline:
@@ -229,7 +221,6 @@ class NodeFleet:
                 break
             time.sleep(0.05)
         after, stats1 = self._cpu(), self.gateway.stats()
-        busy1, total1 = machine_busy()
         result.window_s = wall = time.monotonic() - began
         for space in self.spaces:
             for role in (NODE, SIM):
@@ -239,7 +230,7 @@ class NodeFleet:
                         shares[role] = (after[key] - before[key]) / wall
         result.gateway_cpu = (after['gateway'] - before['gateway']) / wall
         result.bench_cpu = (after['bench'] - before['bench']) / wall
-        result.machine_busy = (busy1 - busy0) / max(1.0, total1 - total0)
+        result.machine_busy = busy_share(busy0, machine_jiffies())
         result.requests_per_s = (acts(stats1) - acts(stats0)) / wall
         result.max_queued = max((m.get('max_queued', 0) for m in stats1['models'].values()),
                                 default=0)
@@ -263,7 +254,7 @@ class NodeFleet:
                     out[f'{space.name}/{role}'] = cpu_seconds(pid)
                     # The main thread runs the rclpy executor and every callback; the rest are
                     # DDS's own threads and the request workers.
-                    out[f'{space.name}/{role}:main'] = cpu_seconds(f'{pid}/task/{pid}')
+                    out[f'{space.name}/{role}:main'] = cpu_seconds(pid, main_thread=True)
                 except OSError:
                     pass
         return out

@@ -28,8 +28,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 import math
 
-from _output_modes_record import Sent, Series
 import numpy as np
+
+from ._output_modes_record import Sent, Series
 
 GRID_S = 0.005
 SG_WINDOW = 11

@@ -3,11 +3,10 @@
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 import math
-from pathlib import Path
 import statistics
 from typing import Any
 
-from _output_modes_metrics import (
+from ._output_modes_metrics import (
     BACK_S,
     GRID_S,
     jerk_rms,
@@ -22,14 +21,13 @@ from _output_modes_metrics import (
     targets,
     tracking,
 )
-from _output_modes_run import (
+from ._output_modes_run import (
     JOINT_STATE_HZ,
     MOVING_RAD_S,
     PULSE_GAP_S,
     RunResult,
     TARGET_EVERY_S,
 )
-from _record import write_results_section
 
 SECTION = '## Output modes against the simulated stock controllers'
 
@@ -290,8 +288,3 @@ _DEFINITIONS = (
     'the late '
     "tick as the controller saw it. **underruns**: the node's own count; **rejected**: the "
     "controllers' ERROR lines (both summed over the runs).")
-
-
-def write_section(path: Path, body: str) -> None:
-    """Replace (or add) this bench's section of RESULTS.md, leaving other sections alone."""
-    write_results_section(path, SECTION, body)

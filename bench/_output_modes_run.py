@@ -18,8 +18,6 @@ import signal
 import time
 from typing import Any
 
-from _output_modes_metrics import Pulse
-from _output_modes_record import ModeRecorder, Series
 import numpy as np
 from sequence_ai_ros.demo.configs import config_file, find_config
 from sequence_ai_ros.demo.controllers import controller_setup
@@ -27,6 +25,9 @@ from sequence_ai_ros.demo.processes import ChildProcess, ros_environment
 from sequence_ai_ros.demo.record import RosSide
 from sequence_ai_ros.gateway.reference_policy import plan_reach
 from sequence_ai_ros.world import arm_model
+
+from ._output_modes_metrics import Pulse
+from ._output_modes_record import ModeRecorder, Series
 
 # Two mirror-image targets: every move is the same reach, so any whole number of moves is
 # the same task, and the phases compare.

@@ -1,10 +1,14 @@
-"""What every benchmark writes next to its table: the machine, the code, and a quiet gateway."""
+"""What every benchmark writes next to its table: the command, the machine, the code."""
 
+from collections.abc import Sequence
 from datetime import datetime, timezone
 import os
 from pathlib import Path
 import platform
 import subprocess
+import sys
+
+from sequence_ai_ros.harness import proc_stats
 
 REPO = Path(__file__).resolve().parents[1]
 # The gateway stands in for a remote server: on this machine it shares the cores with the
@@ -13,34 +17,15 @@ GATEWAY_NICE = 10
 
 
 def lower_priority(pid: int | None, nice: int = GATEWAY_NICE) -> bool:
-    """Renice every thread of a process we started (Linux); False where that is not possible."""
-    if pid is None:
-        return False
-    try:
-        threads = [int(t) for t in os.listdir(f'/proc/{pid}/task')]
-    except OSError:
-        threads = [pid]
-    try:
-        for tid in threads:
-            os.setpriority(os.PRIO_PROCESS, tid, nice)
-    except (OSError, AttributeError):
-        return False
-    return True
+    """Renice a process the bench started (the gateway, by default to GATEWAY_NICE)."""
+    return proc_stats.lower_priority(pid, nice)
 
 
 def machine() -> str:
     """Describe the CPU model, cores, Python and date, for the record."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path('/proc/cpuinfo').read_text().splitlines():
-            if line.startswith('model name'):
-                cpu = line.split(':', 1)[1].strip()
-                break
-    except OSError:
-        pass
     date = datetime.now(timezone.utc).strftime('%Y-%m-%d %H:%M UTC')
-    return (f'{cpu}, {os.cpu_count()} cores, Python {platform.python_version()} '
-            f'({platform.system()} {platform.release()}), {date}')
+    return (f'{proc_stats.cpu_model()}, {os.cpu_count()} cores, Python '
+            f'{platform.python_version()} ({platform.system()} {platform.release()}), {date}')
 
 
 def provenance(ignore: tuple[str, ...] = ('bench/RESULTS.md',)) -> str:
@@ -55,6 +40,17 @@ def provenance(ignore: tuple[str, ...] = ('bench/RESULTS.md',)) -> str:
     dirty = [name for name in dirty if name not in ignore]  # the benches write RESULTS.md
     return f'commit {head}' + (f' plus uncommitted changes to {", ".join(dirty)}'
                                if dirty else '')
+
+
+def command_line(module: str, argv: Sequence[str] | None) -> str:
+    """Return how the bench was run, as one would type it from the repository root."""
+    return ' '.join(['.venv/bin/python', '-m', module, *(sys.argv[1:] if argv is None else argv)])
+
+
+def header(command: str, runtime_s: float) -> str:
+    """Return the lines that open a bench's section: command, machine, code, runtime."""
+    return (f'Command: `{command}`  \nMachine: {machine()}  \nCode: {provenance()}  \n'
+            f'Runtime: {runtime_s / 60:.1f} min.')
 
 
 def write_results_section(path: Path, heading: str, body: str) -> None:

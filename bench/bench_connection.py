@@ -1,7 +1,7 @@
 """
 Connection cost: the local gateway over TLS behind a user-space latency proxy.
 
-Run: .venv/bin/python bench/bench_connection.py [--calls N] [--latency-ms MS] [--out PATH]
+Run: .venv/bin/python -m bench.bench_connection [--calls N] [--latency-ms MS] [--out PATH]
      [--proxy-mode process|thread]
 
 The gateway serves HTTPS (a self-signed certificate made with the openssl CLI), warm, with no
@@ -44,19 +44,19 @@ import tempfile
 import time
 from typing import Any
 
+import httpx
+from sequence_ai_ros import connect, Policy
+from sequence_ai_ros.client.types import ImageFrame, Observation, Proprioception
+from sequence_ai_ros.faults import FaultProxy, ProxyProcess, ProxyStats
+from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.node.images import encode_raw_image
+from sequence_ai_ros.sim.render import SceneRenderer
+from sequence_ai_ros.world import arm_model
+
+from ._record import command_line, machine, provenance
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-sys.path.insert(0, str(REPO))
-
-from _record import machine, provenance  # noqa: E402
-import httpx  # noqa: E402
-from sequence_ai_ros import connect, Policy  # noqa: E402
-from sequence_ai_ros.client.types import ImageFrame, Observation, Proprioception  # noqa: E402
-from sequence_ai_ros.faults import FaultProxy, ProxyProcess, ProxyStats  # noqa: E402
-from sequence_ai_ros.gateway.process import GatewayProcess  # noqa: E402
-from sequence_ai_ros.node.images import encode_raw_image  # noqa: E402
-from sequence_ai_ros.sim.render import SceneRenderer  # noqa: E402
-from sequence_ai_ros.world import arm_model  # noqa: E402
 
 try:
     import sequence_ai
@@ -349,8 +349,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    command = ' '.join(['.venv/bin/python', 'bench/bench_connection.py',
-                        *(sys.argv[1:] if argv is None else argv)])
+    command = command_line('bench.bench_connection', argv)
     began = time.monotonic()
     with tempfile.TemporaryDirectory() as folder, contextlib.ExitStack() as stack:
         cert, key = make_certificate(folder)

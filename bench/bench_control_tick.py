@@ -1,7 +1,7 @@
 """
 Issue #8's benchmark: the policy node's control tick against a bare rclpy timer, per executor.
 
-Run: .venv/bin/python bench/bench_control_tick.py [--seconds S | --quick] [--rates 15 50]
+Run: .venv/bin/python -m bench.bench_control_tick [--seconds S | --quick] [--rates 15 50]
      [--executors single events] [--idle-seconds S] [--no-write | --write] [--results PATH]
 
 The policy node (a real process with a params file, as the tests start it) publishes
@@ -24,28 +24,29 @@ import argparse
 import importlib.util
 import os
 from pathlib import Path
-import random
-import statistics
-import subprocess
 import sys
 import tempfile
-import threading
 import time
-from typing import Any
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent
-sys.path.insert(0, str(REPO))
+from lifecycle_msgs.msg import Transition
+from sequence_ai_ros.demo.processes import ChildProcess, random_domain_id, ros_environment
+from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.harness.proc_stats import CpuWindow
+from sequence_ai_ros.harness.scripted_robot import ScriptedRobot
+from sequence_ai_ros.world import arm_model
+import yaml
 
-from _record import (  # noqa: E402
+from ._record import (
+    command_line,
     GATEWAY_NICE,
+    header,
     lower_priority,
-    machine,
-    provenance,
     write_results_section,
 )
-from sequence_ai_ros.gateway.process import GatewayProcess  # noqa: E402
-from sequence_ai_ros.world import arm_model  # noqa: E402
+from ._tick_report import read_record, report, Run
+from ._tick_roles import NAMES, TOPIC
+
+HERE = Path(__file__).resolve().parent
 
 DEFAULT_SECONDS = 40.0
 QUICK_SECONDS = 10.0
@@ -61,308 +62,6 @@ LATENCY_S = 0.3
 RESULTS = HERE / 'RESULTS.md'
 WIDE_LIMIT_RAD = 1000.0
 SECTION = '## Control tick'
-TOPIC = 'joint_trajectory_controller/joint_trajectory'
-NAMES = list(arm_model.JOINT_NAMES) + [arm_model.GRIPPER_JOINT]
-
-
-def ros_env() -> dict[str, str]:
-    """Return this process's environment with a private, localhost-only ROS domain."""
-    env = dict(os.environ)
-    env['ROS_DOMAIN_ID'] = os.environ.get('BENCH_TICK_DOMAIN') or str(
-        random.SystemRandom().randint(1, 100))
-    env['BENCH_TICK_DOMAIN'] = env['ROS_DOMAIN_ID']
-    env['ROS_LOCALHOST_ONLY'] = '1'  # Humble
-    env['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'  # Jazzy and later
-    env['PYTHONPATH'] = os.pathsep.join(filter(None, [str(REPO), env.get('PYTHONPATH')]))
-    env['PYTHONUNBUFFERED'] = '1'
-    return env
-
-
-def reliable_qos(depth: int = 100):
-    from rclpy.qos import QoSProfile, ReliabilityPolicy
-    return QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE)
-
-
-# -- child roles ------------------------------------------------------------------------------
-
-def run_recorder(topics: list[str], out: str) -> int:
-    """
-    Stamp every JointTrajectory on `topics` (and chunk events) into `out`, until a signal.
-
-    Lines: `<topic index> <monotonic s> <1 if hold>` and `c<topic index> <monotonic s>`.
-    """
-    import rclpy
-    from sequence_ai_ros.runtime.spin import init, shutdown, spin_until_shutdown
-    from std_msgs.msg import String
-    from trajectory_msgs.msg import JointTrajectory
-    init()
-    node = rclpy.create_node('tick_recorder')
-    handle = open(out, 'w', buffering=1)
-
-    def on_command(msg, index):
-        now = time.monotonic()
-        hold = not msg.points or all(v == 0.0 for v in msg.points[0].velocities)
-        handle.write(f'{index} {now:.9f} {int(hold)}\n')
-
-    def on_chunk(msg, index):
-        handle.write(f'c{index} {time.monotonic():.9f}\n')
-
-    for i, topic in enumerate(topics):
-        node.create_subscription(JointTrajectory, topic,
-                                 lambda msg, i=i: on_command(msg, i), reliable_qos())
-        ns = topic.rsplit('/' + TOPIC, 1)[0]
-        node.create_subscription(String, f'{ns}/policy_node/chunks',
-                                 lambda msg, i=i: on_chunk(msg, i), reliable_qos())
-    try:
-        spin_until_shutdown(node)
-    finally:
-        handle.close()
-        node.destroy_node()
-        shutdown()
-    return 0
-
-
-def run_bare(topic: str, rate: float) -> int:
-    """Publish the node's kind of one-point JointTrajectory at `rate` from a bare timer."""
-    import rclpy
-    from sequence_ai_ros.node.arm_output import stream_trajectory
-    from sequence_ai_ros.runtime.spin import init, shutdown, spin_until_shutdown
-    from trajectory_msgs.msg import JointTrajectory
-    init()
-    node = rclpy.create_node('bare_tick')
-    pub = node.create_publisher(JointTrajectory, topic, reliable_qos(10))
-    home = [float(v) for v in arm_model.HOME] + [0.0]
-    step = [0]
-
-    def tick():
-        step[0] += 1
-        wiggle = 1e-4 * (step[0] % 100)
-        pub.publish(stream_trajectory(NAMES, [p + wiggle for p in home], 1.0 / rate))
-
-    node.create_timer(1.0 / rate, tick)
-    try:
-        spin_until_shutdown(node)
-    finally:
-        node.destroy_node()
-        shutdown()
-    return 0
-
-
-# -- the robot side (this process) -----------------------------------------------------------
-
-class Robot:
-    """Joint states and camera frames out, the hold service, the lifecycle clients."""
-
-    def __init__(self, joint_rate: float, camera_rate: float, size: tuple[int, int]) -> None:
-        import rclpy
-        from rclpy.executors import SingleThreadedExecutor
-        from rclpy.qos import qos_profile_sensor_data
-        from sensor_msgs.msg import Image, JointState
-        from sequence_ai_ros.sim.render import SceneRenderer
-        self.rclpy = rclpy
-        try:
-            from rclpy.signals import SignalHandlerOptions
-            self.context = rclpy.Context()
-            rclpy.init(context=self.context, signal_handler_options=SignalHandlerOptions.NO)
-        except ImportError:
-            self.context = rclpy.Context()
-            rclpy.init(context=self.context)
-        self.node = rclpy.create_node('bench_robot', context=self.context)
-        self.positions = [float(v) for v in arm_model.HOME] + [0.0]
-        self._JointState = JointState
-        self._pubs = {}
-        self._frames = []
-        renderer = SceneRenderer(*size)
-        q = tuple(self.positions[:7])
-        for render in (renderer.exterior, renderer.wrist):
-            pixels = render(q, (0.5, 0.2))
-            self._frames.append(Image(height=pixels.shape[0], width=pixels.shape[1],
-                                      encoding='rgb8', step=pixels.shape[1] * 3,
-                                      data=pixels.tobytes()))
-        self._sensor_qos = qos_profile_sensor_data
-        self._services = {}
-        self.change_client: Any = None
-        self.node.create_timer(1 / joint_rate, self._send_joints)
-        self.node.create_timer(1 / camera_rate, self._send_frames)
-        # Not rclpy 9.1's MultiThreadedExecutor: it piles up duplicate handlers and stalls the
-        # process for up to a second (test/ros_harness.py), and the node would hold on it.
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self._running = True
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
-
-    def _spin(self) -> None:
-        while self._running and self.context.ok():
-            try:
-                self.executor.spin_once(timeout_sec=0.05)
-            except Exception as exc:  # noqa: BLE001
-                print(f'robot callback raised: {type(exc).__name__}: {exc}')
-
-    def attach(self, ns: str) -> None:
-        """Serve namespace `ns`: sensors, hold service, lifecycle clients."""
-        from lifecycle_msgs.srv import ChangeState
-        from sensor_msgs.msg import Image, JointState
-        from std_srvs.srv import Trigger
-        node = self.node
-        self._pubs[ns] = (
-            node.create_publisher(JointState, f'/{ns}/joint_states', self._sensor_qos),
-            [node.create_publisher(Image, f'/{ns}/camera/{view}/image_raw', self._sensor_qos)
-             for view in ('exterior', 'wrist')])
-
-        def on_hold(request, response):
-            response.success, response.message = True, 'holding'
-            return response
-
-        self._services[ns] = node.create_service(Trigger, f'/{ns}/robot/hold', on_hold)
-        self.change_client = node.create_client(ChangeState,
-                                                f'/{ns}/policy_node/change_state')
-
-    def detach(self, ns: str) -> None:
-        """Stop publishing to `ns`, so later runs do not pay for its sensors."""
-        # Only forgotten, not destroyed: destroying entities the spinning thread may be
-        # waiting on races it, and an idle publisher or service costs nothing.
-        del self._pubs[ns]
-
-    def _send_joints(self) -> None:
-        for joints, _ in list(self._pubs.values()):
-            msg = self._JointState(name=NAMES, position=list(self.positions))
-            msg.header.stamp = self.node.get_clock().now().to_msg()
-            joints.publish(msg)
-
-    def _send_frames(self) -> None:
-        for _, cameras in list(self._pubs.values()):
-            for pub, msg in zip(cameras, self._frames):
-                pub.publish(msg)
-
-    def transition(self, transition_id: int, timeout: float = 20.0) -> bool:
-        """Change the attached node's lifecycle state; whether it took."""
-        from lifecycle_msgs.msg import Transition
-        from lifecycle_msgs.srv import ChangeState
-        from sequence_ai_ros.harness.service_calls import call_service
-        assert self.change_client is not None
-        request = ChangeState.Request()
-        request.transition = Transition(id=transition_id)
-        return bool(call_service(self.change_client, request, timeout).success)
-
-    def close(self) -> None:
-        self._running = False
-        self._thread.join(5)
-        self.executor.shutdown()
-        self.node.destroy_node()
-        self.rclpy.shutdown(context=self.context)
-
-
-# -- measuring --------------------------------------------------------------------------------
-
-def cpu_seconds(pid: int, main_thread: bool = False) -> float:
-    """Utime + stime of a process (or of its main thread: executor and callbacks), in s."""
-    path = f'/proc/{pid}/task/{pid}/stat' if main_thread else f'/proc/{pid}/stat'
-    fields = Path(path).read_text().rsplit(')', 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
-
-
-def machine_ticks() -> tuple[int, int]:
-    """Return (busy, total) jiffies of all cores since boot, from /proc/stat."""
-    fields = [int(v) for v in Path('/proc/stat').read_text().split('\n', 1)[0].split()[1:]]
-    idle = fields[3] + fields[4]  # idle + iowait
-    return sum(fields) - idle, sum(fields)
-
-
-class CpuWindow:
-    """CPU time of a process and its main thread, and how busy the machine was, in a window."""
-
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
-        self.t0 = time.monotonic()
-        self.cpu0, self.main0 = cpu_seconds(pid), cpu_seconds(pid, main_thread=True)
-        self.machine0 = machine_ticks()
-
-    def close(self) -> tuple[float, float, float, float]:
-        """Return (wall s, CPU share, main thread's share, machine busy) since it opened."""
-        wall = time.monotonic() - self.t0
-        cpu, main = cpu_seconds(self.pid), cpu_seconds(self.pid, main_thread=True)
-        busy, total = (b - a for a, b in zip(self.machine0, machine_ticks()))
-        return (wall, (cpu - self.cpu0) / wall, (main - self.main0) / wall,
-                busy / total if total else float('nan'))
-
-
-def read_record(path: str) -> tuple[dict[int, list[tuple[float, bool]]], dict[int, list[float]]]:
-    commands: dict[int, list[tuple[float, bool]]] = {}
-    chunks: dict[int, list[float]] = {}
-    with open(path) as handle:
-        for line in handle:
-            parts = line.split()
-            if len(parts) == 3 and parts[0].isdigit():
-                commands.setdefault(int(parts[0]), []).append((float(parts[1]), parts[2] == '1'))
-            elif len(parts) == 2 and parts[0].startswith('c'):
-                chunks.setdefault(int(parts[0][1:]), []).append(float(parts[1]))
-    return commands, chunks
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    if not ordered:
-        return float('nan')
-    k = (len(ordered) - 1) * q
-    lo = int(k)
-    hi = min(lo + 1, len(ordered) - 1)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
-
-
-class Run:
-    """One measured window: who, on which executor, what rate, which recorder topic, the CPU."""
-
-    def __init__(self, kind: str, executor: str, rate: float, index: int) -> None:
-        self.kind, self.executor, self.rate, self.index = kind, executor, rate, index
-        self.t0 = self.t1 = 0.0
-        self.cpu = self.cpu_main = 0.0
-        self.busy = float('nan')  # all cores, other processes included
-        self.idle_cpu = self.idle_main = float('nan')  # policy node, configured, not active
-        self.note = ''
-
-    @property
-    def key(self) -> tuple[str, str, float]:
-        return self.kind, self.executor, self.rate
-
-    def stats(self, commands, chunks) -> dict[str, float]:
-        times = [(t, h) for t, h in commands.get(self.index, []) if self.t0 <= t <= self.t1]
-        stamps = [t for t, _ in times]
-        nominal = 1.0 / self.rate
-        periods = [b - a for a, b in zip(stamps, stamps[1:])]
-        jitter = [abs(p - nominal) * 1000 for p in periods]
-        # After a hold (an underrun) the node publishes nothing until the next chunk lands:
-        # that period measures the gateway's latency tail, not the tick.
-        ticking = [j for j, (_, hold) in zip(jitter, times) if not hold]
-        wall = self.t1 - self.t0
-        out = {
-            'p50': percentile(jitter, 0.5), 'p99': percentile(jitter, 0.99),
-            'max': max(jitter, default=float('nan')),
-            'max_ticking': max(ticking, default=float('nan')),
-            'mean_period_ms': statistics.fmean(periods) * 1000 if periods else float('nan'),
-            'received': len(stamps), 'expected': wall * self.rate,
-            'holds': sum(h for _, h in times), 'cpu': self.cpu, 'cpu_main': self.cpu_main,
-            'idle_cpu': self.idle_cpu, 'idle_main': self.idle_main, 'busy': self.busy,
-            'chunks': 0, 'near_chunk_worst': float('nan'), 'p99_near': float('nan'),
-            'p99_far': float('nan'),
-        }
-        arrivals = [c for c in chunks.get(self.index, []) if self.t0 <= c <= self.t1]
-        if arrivals and periods:
-            # A period "near a chunk" ends within 100 ms after a chunk event was received,
-            # i.e. the tick that published it (or the one after) ran while the chunk landed.
-            near, far = [], []
-            for end, j in zip(stamps[1:], jitter):
-                close = any(0.0 <= end - c <= 0.1 or 0.0 <= c - end <= 0.02 for c in arrivals)
-                (near if close else far).append(j)
-            count = max(1, len(jitter) // 100)
-            worst = sorted(range(len(jitter)), key=jitter.__getitem__)[-count:]
-            out.update(chunks=len(arrivals), p99_near=percentile(near, 0.99),
-                       p99_far=percentile(far, 0.99),
-                       near_chunk_worst=sum(
-                           1 for i in worst if any(0.0 <= stamps[i + 1] - c <= 0.1
-                                                   or 0.0 <= c - stamps[i + 1] <= 0.02
-                                                   for c in arrivals)) / len(worst))
-        return out
 
 
 class Bench:
@@ -370,16 +69,15 @@ class Bench:
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.env = ros_env()
-        os.environ.update({k: self.env[k] for k in (
-            'ROS_DOMAIN_ID', 'BENCH_TICK_DOMAIN', 'ROS_LOCALHOST_ONLY',
-            'ROS_AUTOMATIC_DISCOVERY_RANGE')})
+        domain = os.environ.get('BENCH_TICK_DOMAIN') or str(random_domain_id())
+        self.env = ros_environment(int(domain), {'BENCH_TICK_DOMAIN': domain})
+        # The robot side runs in this process: the same private domain as the children.
+        os.environ.update({k: v for k, v in self.env.items() if k.startswith(('ROS_', 'BENCH_'))})
         self.tmp = tempfile.TemporaryDirectory(prefix='bench_tick_')
         self.record = os.path.join(self.tmp.name, 'record.txt')
-        self.procs: list[subprocess.Popen] = []
-        self.logs: list = []
+        self.children: list[ChildProcess] = []
         self.gateway: GatewayProcess | None = None
-        self.robot: Robot | None = None
+        self.robot: ScriptedRobot | None = None
         self.runs: list[Run] = []
         self.topics: list[str] = []
         for i, rate in enumerate(args.rates):
@@ -396,39 +94,24 @@ class Bench:
     def namespace(run: Run) -> str:
         return f'tick_{run.kind}_{run.executor}_{run.rate:g}'.replace('.', '_')
 
-    def spawn(self, name: str, cmd: list[str], executor: str,
-              extra_env: dict[str, str] | None = None) -> subprocess.Popen:
-        log = open(os.path.join(self.tmp.name, f'{name}.log'), 'wb')
-        self.logs.append(log)
-        env = dict(self.env, **(extra_env or {}))
-        env[EXECUTOR_ENV] = executor
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env)
-        self.procs.append(proc)
-        return proc
+    def spawn(self, name: str, module: str, args: list[str], executor: str,
+              extra_env: dict[str, str] | None = None) -> ChildProcess:
+        env = dict(self.env, **(extra_env or {}), **{EXECUTOR_ENV: executor})
+        child = ChildProcess(name, module, args, env, Path(self.tmp.name) / f'{name}.log')
+        self.children.append(child)
+        return child
 
     def log(self, name: str) -> str:
-        path = os.path.join(self.tmp.name, f'{name}.log')
-        return Path(path).read_text(errors='replace') if os.path.exists(path) else ''
-
-    @staticmethod
-    def stop(proc: subprocess.Popen) -> None:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+        path = Path(self.tmp.name) / f'{name}.log'
+        return path.read_text(errors='replace') if path.exists() else ''
 
     def close(self) -> None:
-        for proc in reversed(self.procs):
-            self.stop(proc)
+        for child in reversed(self.children):
+            child.stop(10.0)
         if self.gateway is not None:
             self.gateway.close()
         if self.robot is not None:
             self.robot.close()
-        for log in self.logs:
-            log.close()
         self.tmp.cleanup()
 
     def first_receipt(self, index: int, timeout: float) -> float | None:
@@ -441,21 +124,20 @@ class Bench:
             time.sleep(0.1)
         return None
 
-    def measure(self, run: Run, proc: subprocess.Popen, name: str) -> None:
+    def measure(self, run: Run, child: ChildProcess) -> None:
         if self.first_receipt(run.index, 30.0) is None:
-            raise RuntimeError(f'{name}: no command received within 30 s:\n{self.log(name)}')
+            raise RuntimeError(f'{child.name}: no command received within 30 s:\n'
+                               f'{self.log(child.name)}')
         time.sleep(WARMUP_S)
-        window = CpuWindow(proc.pid)
+        window = CpuWindow(child.proc.pid)
         run.t0 = window.t0
         time.sleep(self.args.seconds)
         _, run.cpu, run.cpu_main, run.busy = window.close()
         run.t1 = time.monotonic()
-        if proc.poll() is not None:
-            run.note = f'exited with {proc.returncode}'
+        if not child.running():
+            run.note = f'exited with {child.proc.returncode}'
 
     def run_node(self, run: Run) -> None:
-        from lifecycle_msgs.msg import Transition
-        import yaml
         ns = self.namespace(run)
         assert self.robot is not None
         self.gateway = self.fresh_gateway()
@@ -477,21 +159,21 @@ class Bench:
         path = os.path.join(self.tmp.name, f'{ns}.yaml')
         with open(path, 'w') as handle:
             yaml.safe_dump({'/**': {'ros__parameters': params}}, handle)
-        proc = self.spawn(ns, [sys.executable, '-m', 'sequence_ai_ros.node.main', '--ros-args',
-                               '-r', f'__ns:=/{ns}', '--params-file', path], run.executor,
-                          {'SEQUENCES_API_KEY': KEY})
+        child = self.spawn(ns, 'sequence_ai_ros.node.main',
+                           ['--ros-args', '-r', f'__ns:=/{ns}', '--params-file', path],
+                           run.executor, {'SEQUENCES_API_KEY': KEY})
         try:
-            if not self.robot.transition(Transition.TRANSITION_CONFIGURE):
+            if not self.robot.transition(ns, Transition.TRANSITION_CONFIGURE):
                 raise RuntimeError(f'configure failed:\n{self.log(ns)}')
             time.sleep(SETTLE_S)
-            window = CpuWindow(proc.pid)
+            window = CpuWindow(child.proc.pid)
             time.sleep(self.args.idle_seconds)
             _, run.idle_cpu, run.idle_main, _ = window.close()
-            if not self.robot.transition(Transition.TRANSITION_ACTIVATE):
+            if not self.robot.transition(ns, Transition.TRANSITION_ACTIVATE):
                 raise RuntimeError(f'activate failed:\n{self.log(ns)}')
-            self.measure(run, proc, ns)
+            self.measure(run, child)
         finally:
-            self.stop(proc)
+            child.stop(10.0)
             self.robot.detach(ns)
             ended = [line.split('episode ended: ', 1)[1].strip() for line in
                      self.log(ns).splitlines() if 'episode ended: ' in line]
@@ -513,20 +195,18 @@ class Bench:
         return gateway
 
     def run_bare(self, run: Run) -> None:
-        name = self.namespace(run)
-        proc = self.spawn(name, [sys.executable, str(Path(__file__).resolve()), '--role',
-                                 'bare', '--topic', self.topics[run.index],
-                                 '--rate', str(run.rate)], run.executor)
+        child = self.spawn(self.namespace(run), 'bench._tick_roles',
+                           ['bare', self.topics[run.index], str(run.rate)], run.executor)
         try:
-            self.measure(run, proc, name)
+            self.measure(run, child)
         finally:
-            self.stop(proc)
+            child.stop(10.0)
 
     def run(self) -> None:
-        self.spawn('recorder', [sys.executable, str(Path(__file__).resolve()), '--role',
-                                'recorder', '--out', self.record, '--topic', *self.topics],
+        self.spawn('recorder', 'bench._tick_roles', ['recorder', self.record, *self.topics],
                    RECORDER_EXECUTOR)
-        self.robot = Robot(self.args.joint_rate, self.args.camera_rate, self.args.camera_size)
+        self.robot = ScriptedRobot(NAMES, [*arm_model.HOME, 0.0], self.args.joint_rate,
+                                   self.args.camera_rate, self.args.camera_size)
         for run in self.runs:
             idle = f' (+{self.args.idle_seconds:g} s idle)' if run.kind == 'node' else ''
             print(f'{run.kind} on {run.executor} at {run.rate:g} Hz for {self.args.seconds:g} s'
@@ -535,87 +215,8 @@ class Bench:
         time.sleep(0.5)  # the last receipts reach the file
 
 
-def pct(value: float) -> str:
-    return '-' if value != value else f'{100 * value:.1f}%'
-
-
-def ratio(after: float, before: float) -> str:
-    return f'{after / before:.2f}x' if before and after == after else '-'
-
-
-def report(bench: Bench) -> tuple[str, ...]:
-    """Return the markdown tables: every run, before/after, node against bare, near chunks."""
-    commands, chunks = read_record(bench.record)
-    stats = {r.key: r.stats(commands, chunks) for r in bench.runs}
-    rates, executors = bench.args.rates, bench.args.executors
-    lines = ['| publisher | executor | rate (Hz) | jitter p50 / p99 / max (ms) | mean period (ms) '
-             '| received / expected | holds | CPU share [main thread] | configured, idle: '
-             'CPU share [main thread] | machine busy |',
-             '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|']
-    for r in bench.runs:
-        s = stats[r.key]
-        who = 'policy node' if r.kind == 'node' else 'bare rclpy timer'
-        note = f' ({r.note})' if r.note else ''
-        idle = f'{pct(s["idle_cpu"])} [{pct(s["idle_main"])}]' if r.kind == 'node' else '-'
-        lines.append(f'| {who}{note} | {r.executor} | {r.rate:g} | {s["p50"]:.2f} / '
-                     f'{s["p99"]:.2f} / {s["max"]:.2f} | {s["mean_period_ms"]:.2f} | '
-                     f'{s["received"]} / {s["expected"]:.0f} | {s["holds"]} | '
-                     f'{pct(s["cpu"])} [{pct(s["cpu_main"])}] | {idle} | {pct(s["busy"])} |')
-
-    before_after = ''
-    if len(executors) == 2:
-        old, new = executors
-        head = ['| |'] + [f' {rate:g} Hz: {old} | {new} | {new} / {old} |' for rate in rates]
-        rule = '|---|' + '---:|---:|---:|' * len(rates)
-        rows = []
-        for label, kind, field, show in (
-                ('policy node: jitter p50 (ms)', 'node', 'p50', lambda v: f'{v:.2f}'),
-                ('policy node: jitter p99 (ms)', 'node', 'p99', lambda v: f'{v:.2f}'),
-                ('policy node: jitter max (ms)', 'node', 'max', lambda v: f'{v:.2f}'),
-                ('policy node: jitter max, underrun gaps left out (ms)', 'node',
-                 'max_ticking', lambda v: f'{v:.2f}'),
-                ('policy node: CPU share, running', 'node', 'cpu', pct),
-                ('policy node: main thread, running', 'node', 'cpu_main', pct),
-                ('policy node: CPU share, configured, idle', 'node', 'idle_cpu', pct),
-                ('policy node: main thread, configured, idle', 'node', 'idle_main', pct),
-                ('policy node: holds', 'node', 'holds', str),
-                ('bare timer: jitter p99 (ms)', 'bare', 'p99', lambda v: f'{v:.2f}'),
-                ('bare timer: jitter max (ms)', 'bare', 'max', lambda v: f'{v:.2f}'),
-                ('bare timer: CPU share', 'bare', 'cpu', pct)):
-            cells = []
-            for rate in rates:
-                a, b = stats[(kind, old, rate)][field], stats[(kind, new, rate)][field]
-                shown = '-' if field == 'holds' else ratio(b, a)
-                cells.append(f' {show(a)} | {show(b)} | {shown} |')
-            rows.append(f'| {label} |' + ''.join(cells))
-        before_after = '\n'.join([''.join(head), rule, *rows])
-
-    limit = ['| rate (Hz) | executor | p99 jitter node / bare | CPU node / bare |',
-             '|---:|---|---:|---:|']
-    near = ['| rate (Hz) | executor | chunks received | p99 jitter, periods ending near a chunk '
-            '/ elsewhere (ms) | worst 1% of periods near a chunk |', '|---:|---|---:|---:|---:|']
-    for rate in rates:
-        for executor in executors:
-            n, b = stats[('node', executor, rate)], stats[('bare', executor, rate)]
-            limit.append(f'| {rate:g} | {executor} | {ratio(n["p99"], b["p99"])} | '
-                         f'{ratio(n["cpu"], b["cpu"])} |')
-            near.append(f'| {rate:g} | {executor} | {n["chunks"]} | {n["p99_near"]:.2f} / '
-                        f'{n["p99_far"]:.2f} | {100 * n["near_chunk_worst"]:.0f}% |')
-    return '\n'.join(lines), before_after, '\n'.join(limit), '\n'.join(near)
-
-
-def write_section(path: Path, body: str) -> None:
-    """Replace (or add) this bench's section of RESULTS.md, leaving other sections alone."""
-    write_results_section(path, SECTION, body)
-
-
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    parser.add_argument('--role', choices=('main', 'recorder', 'bare'), default='main',
-                        help=argparse.SUPPRESS)
-    parser.add_argument('--topic', nargs='+', default=[], help=argparse.SUPPRESS)
-    parser.add_argument('--out', help=argparse.SUPPRESS)
-    parser.add_argument('--rate', type=float, help=argparse.SUPPRESS)
     parser.add_argument('--seconds', type=float, default=None,
                         help=f'measured seconds per run (default {DEFAULT_SECONDS:g}; '
                         f'--quick {QUICK_SECONDS:g})')
@@ -656,10 +257,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     """Run the bench, print the tables and the ratios, and update RESULTS.md for a full run."""
     args = parse_args(argv)
-    if args.role == 'recorder':
-        return run_recorder(args.topic, args.out)
-    if args.role == 'bare':
-        return run_bare(args.topic[0], args.rate)
     began = time.monotonic()
     missing = ''
     if 'events' in args.executors and importlib.util.find_spec('rclpy.experimental') is None:
@@ -682,13 +279,11 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         bench.close()
     runtime = time.monotonic() - began
-    command = ' '.join(['.venv/bin/python', 'bench/bench_control_tick.py',
-                        *(sys.argv[1:] if argv is None else argv)])
+    command = command_line('bench.bench_control_tick', argv)
     width, height = args.camera_size
     before, after = (args.executors + args.executors)[:2]
     sections = [
-        f'Command: `{command}`  \nMachine: {machine()}  \nCode: {provenance()}  \n'
-        f'Runtime: {runtime / 60:.1f} min.',
+        header(command, runtime),
         f'Each publisher runs once per executor, chosen by `{EXECUTOR_ENV}`: **single** = '
         "rclpy's SingleThreadedExecutor (before), **events** = rclpy's EventsExecutor "
         '(`rclpy.experimental`, after), both spun by `sequence_ai_ros.runtime.spin`.'
@@ -733,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     body = '\n\n'.join(sections)
     print('\n' + body)
     if args.write:
-        write_section(args.results, body)
+        write_results_section(args.results, SECTION, body)
         print(f'\nwrote {args.results}')
     else:
         print(f'\n(--quick or short run: {args.results} left alone; --write to update it)')

@@ -1,7 +1,7 @@
 """
 Issues #4 and #14's benchmark: the chunk engine against the published client, side by side.
 
-Run: .venv/bin/python bench/bench_engine.py [--quick] [--profiles NAME ...]
+Run: .venv/bin/python -m bench.bench_engine [--quick] [--profiles NAME ...]
      [--scenarios steady heavy_tail step fast]
      [--loops naive published append aligned blended rtc] [--world circle|hops]
      [--chunks N] [--time-scale S] [--no-write | --write] [--markdown PATH] [--simulate SEEDS]
@@ -24,18 +24,12 @@ from pathlib import Path
 import sys
 import time
 
-HERE = Path(__file__).resolve().parent
-# Runnable from a fresh clone without `pip install -e .`.
-sys.path.insert(0, str(HERE.parent))
+from sequence_ai_ros.gateway.catalogue import load_catalogue, ModelProfile
+from sequence_ai_ros.gateway.config import SCENARIOS
+from sequence_ai_ros.gateway.process import GatewayProcess
 
-from _engine_loops import (  # noqa: E402
-    LOOPS,
-    run_loop,
-    RunSpec,
-    SimRun,
-    simulate_loop,
-)
-from _engine_report import (  # noqa: E402
+from ._engine_loops import LOOPS, run_loop, RunSpec
+from ._engine_report import (
     comparisons,
     definitions,
     measure,
@@ -47,13 +41,19 @@ from _engine_report import (  # noqa: E402
     simulated_table,
     table,
     targets,
-    write_section,
 )
-from _engine_world import Arm, render_frames, seam_rate, WORLDS  # noqa: E402
-from _record import GATEWAY_NICE, lower_priority, machine, provenance  # noqa: E402
-from sequence_ai_ros.gateway.catalogue import load_catalogue, ModelProfile  # noqa: E402
-from sequence_ai_ros.gateway.config import SCENARIOS  # noqa: E402
-from sequence_ai_ros.gateway.process import GatewayProcess  # noqa: E402
+from ._engine_sim import SimRun, simulate_loop
+from ._engine_world import Arm, render_frames, seam_rate, WORLDS
+from ._record import (
+    command_line,
+    GATEWAY_NICE,
+    lower_priority,
+    machine,
+    provenance,
+    write_results_section,
+)
+
+HERE = Path(__file__).resolve().parent
 
 DEFAULT_SCALE = 0.2
 DEFAULT_CHUNKS = 20
@@ -244,8 +244,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = sorted(bench.rows, key=lambda r: order[(r.profile, r.scenario, r.loop)])
     runtime = time.monotonic() - began
 
-    command = ' '.join(['.venv/bin/python', 'bench/bench_engine.py',
-                        *(sys.argv[1:] if argv is None else argv)])
+    command = command_line('bench.bench_engine', argv)
     k = args.max_inflight
     p99_lines = ['| profile | chunk C (s) | aligned limit kC/(k+1) (s) | '
                  + ' | '.join(f'p99 {s}' for s in args.scenarios) + ' |',
@@ -302,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         args.markdown.write_text(f'{SECTION}\n\n{body.strip()}\n', encoding='utf-8')
         print(f'\nwrote {args.markdown}')
     if args.write:
-        write_section(args.results, body)
+        write_results_section(args.results, SECTION, body)
         print(f'\nwrote {args.results}')
     else:
         print('\n(subset or --quick run: RESULTS.md left alone; --write to update it)')

@@ -1,7 +1,7 @@
 """
 Benchmark the observation image path: camera frame -> 224x224 JPEG -> request body.
 
-Run: .venv/bin/python bench/bench_observation_path.py [--iterations N]
+Run: .venv/bin/python -m bench.bench_observation_path [--iterations N]
 
 Measures, in one run on this machine: per-frame time and output size for each encoder that is
 importable (Pillow as shipped, simplejpeg, PyTurboJPEG), resize filter choices, the JPEG
@@ -9,7 +9,6 @@ quality trade, and the two-camera /v1/act request body with its latency share at
 gateway's ~16 ms per kB of body (docs: shared/PROTOCOL.md).
 """
 
-from __future__ import annotations
 
 import argparse
 from base64 import b64encode
@@ -18,7 +17,6 @@ from dataclasses import dataclass
 import io
 import json
 import os
-from pathlib import Path
 import platform
 import statistics
 import sys
@@ -27,12 +25,9 @@ import time
 import numpy as np
 import PIL
 from PIL import features, Image
-
-# Runnable from a fresh clone without `pip install -e .`.
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from sequence_ai_ros.node import images  # noqa: E402
-from sequence_ai_ros.node.images import (  # noqa: E402
+from sequence_ai_ros.harness.proc_stats import cpu_model
+from sequence_ai_ros.node import images
+from sequence_ai_ros.node.images import (
     encode_compressed_image,
     encode_raw_image,
     letterbox_geometry,
@@ -245,14 +240,7 @@ def table(headers: list[str], rows: list[list[object]]) -> None:
 
 
 def machine() -> None:
-    cpu = platform.processor() or '?'
-    try:
-        with open('/proc/cpuinfo') as info:
-            cpu = next(line.split(':', 1)[1].strip() for line in info
-                       if line.startswith('model name'))
-    except (OSError, StopIteration):
-        pass
-    print(f'cpu: {cpu} ({os.cpu_count()} logical)')
+    print(f'cpu: {cpu_model()} ({os.cpu_count()} logical)')
     print(f'python: {sys.version.split()[0]} ({platform.platform()})')
     versions = [f'numpy {np.__version__}', f'Pillow {PIL.__version__} '
                 f'(libjpeg-turbo {features.version("libjpeg_turbo")})']

@@ -1,7 +1,7 @@
 """
 Issue #12's benchmark: the policy node's output modes against the simulated stock controllers.
 
-Run: .venv/bin/python bench/bench_output_modes.py [--quick] [--repeats N] [--modes ...]
+Run: .venv/bin/python -m bench.bench_output_modes [--quick] [--repeats N] [--modes ...]
      [--rates 15 50] [--seed N] [--no-write | --write] [--results PATH]
 
 For each output mode (trajectory_stream, trajectory_plan, forward_position, forward_velocity)
@@ -26,29 +26,27 @@ of bench/RESULTS.md (or --results); --quick (one repeat, shorter phases) only pr
 
 import argparse
 import json
-import os
 from pathlib import Path
 import secrets
 import sys
 import tempfile
 import time
 
+from sequence_ai_ros.demo.processes import random_domain_id
+from sequence_ai_ros.gateway.catalogue import DEFAULT_CATALOGUE
+from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.harness.proc_stats import busy_share, machine_jiffies
+
+from ._output_modes_report import analyse, report, SECTION
+from ._output_modes_run import run_once, RunResult, Setup
+from ._record import command_line, lower_priority, machine, provenance, write_results_section
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(HERE))
-
-from _fleet_nodes import machine_busy  # noqa: E402
-from _output_modes_report import analyse, report, write_section  # noqa: E402
-from _output_modes_run import run_once, RunResult, Setup  # noqa: E402
-from _record import lower_priority, machine, provenance  # noqa: E402
-from sequence_ai_ros.demo.processes import random_domain_id  # noqa: E402
-from sequence_ai_ros.gateway.catalogue import DEFAULT_CATALOGUE  # noqa: E402
-from sequence_ai_ros.gateway.process import GatewayProcess  # noqa: E402
 
 MODES = ('trajectory_stream', 'trajectory_plan', 'forward_position', 'forward_velocity')
 BASE_MODEL = 'pi05-droid'
-POLICY = '_output_modes_policy:make_policy'
+POLICY = 'bench._output_modes_policy:make_policy'
 DELAYS_S = (0.05, 0.1, 0.2)
 FULL = {'repeats': 3, 'clean_s': 9.0, 'stops_per_delay': 3}
 QUICK = {'repeats': 1, 'clean_s': 6.0, 'stops_per_delay': 1}
@@ -95,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         plan['repeats'] = args.repeats
     from sequence_ai_ros.demo.record import RosSide
 
-    began, busy_before = time.monotonic(), machine_busy()
+    began, busy_before = time.monotonic(), machine_jiffies()
     code = provenance()
     key = f'seq_bench_{secrets.token_hex(12)}'
     results: list[RunResult] = []
@@ -105,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         gateway = GatewayProcess(['--time-scale', '1.0', '--start-warm', '--scenario', 'steady',
                                   '--catalogue', str(catalogue), '--seed', str(args.seed),
                                   '--policy', POLICY], keys={key: 10**6},
-                                 env={'PYTHONPATH': os.pathsep.join([str(HERE), str(REPO)])},
+                                 env={'PYTHONPATH': str(REPO)},
                                  startup_timeout_s=30.0)
         domain = random_domain_id()
         ros = None
@@ -136,22 +134,16 @@ def main(argv: list[str] | None = None) -> int:
             gateway.close()
         rows = analyse(results)
     minutes = (time.monotonic() - began) / 60.0
-    busy_after = machine_busy()
-    busy = (busy_after[0] - busy_before[0]) / max(1.0, busy_after[1] - busy_before[1])
-    text = report(rows, results, plan, argv_text(argv), machine(), code, minutes, busy)
+    busy = busy_share(busy_before, machine_jiffies())
+    text = report(rows, results, plan, command_line('bench.bench_output_modes', argv),
+                  machine(), code, minutes, busy)
     print(text)
     write = args.write if args.write is not None else not args.quick
     if write:
-        write_section(args.results, text)
+        write_results_section(args.results, SECTION, text)
         print(f'\nwrote {args.results}')
     failed = [r for r in results if r.failure]
     return 1 if failed else 0
-
-
-def argv_text(argv: list[str] | None) -> str:
-    """Return the command that made the tables."""
-    args = sys.argv[1:] if argv is None else argv
-    return ' '.join(['.venv/bin/python bench/bench_output_modes.py', *args])
 
 
 if __name__ == '__main__':

@@ -1,10 +1,11 @@
 """
-Run every bench/bench_*.py script in turn (what `make bench` does).
+Run every bench/bench_*.py module in turn (what `make bench` does).
 
-Run: .venv/bin/python bench/run_all.py [--only SUBSTRING ...]
+Run: .venv/bin/python -m bench.run_all [--only SUBSTRING ...]
 
-Each script runs in its own process with this interpreter, one after another so that no two
-benchmarks share the machine. The exit status is non-zero if any script failed.
+Each runs as `python -m bench.<name>` in its own process with this interpreter, one after
+another so that no two benchmarks share the machine. The exit status is non-zero if any
+bench failed.
 """
 
 import argparse
@@ -36,7 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     for script in selected:
         print(f'==> {script.name}', flush=True)
         began = time.monotonic()
-        code = subprocess.call([sys.executable, str(script)], cwd=HERE.parent)
+        code = subprocess.call([sys.executable, '-m', f'bench.{script.stem}'],
+                               cwd=HERE.parent)
         results.append((script.name, code, time.monotonic() - began))
         print(f'<== {script.name}: exit {code} in {time.monotonic() - began:.0f} s\n', flush=True)
     print('summary:')

@@ -14,6 +14,13 @@ from pathlib import Path
 import threading
 import time
 
+# What a process holds, read from /proc: the test files import them from here.
+from sequence_ai_ros.harness.proc_stats import (  # noqa: F401
+    open_sockets,
+    resident_kib,
+    thread_count,
+)
+
 OUT_ENV = 'SEQUENCE_AI_ROS_RELIABILITY_OUT'
 AREAS = ('network', 'gateway', 'malformed answer', 'ROS input', 'hold service', 'lifecycle',
          'load', 'fuzz', 'secrets')
@@ -63,33 +70,6 @@ class FaultMatrix:
 
 
 _WRITE_LOCK = threading.Lock()
-
-
-# -- counting what a process holds -----------------------------------------------------------
-
-def open_sockets(pid: int | str = 'self') -> int:
-    """Count the sockets a process has open (Linux /proc)."""
-    fd_dir = Path(f'/proc/{pid}/fd')
-    count = 0
-    for entry in fd_dir.iterdir():
-        try:
-            count += os.readlink(entry).startswith('socket:')
-        except OSError:  # closed between listing and reading
-            pass
-    return count
-
-
-def thread_count(pid: int | str = 'self') -> int:
-    """Count the OS threads of a process (Linux /proc), rclpy's and httpx's included."""
-    return len(list(Path(f'/proc/{pid}/task').iterdir()))
-
-
-def resident_kib(pid: int | str = 'self') -> int:
-    """Return the resident set size of a process in KiB (Linux /proc)."""
-    for line in Path(f'/proc/{pid}/status').read_text().splitlines():
-        if line.startswith('VmRSS:'):
-            return int(line.split()[1])
-    raise RuntimeError(f'no VmRSS for pid {pid}')
 
 
 def settled(count, limit: int, timeout_s: float = 10.0) -> int:

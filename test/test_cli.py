@@ -13,8 +13,8 @@ from fixtures_gateway import MAIN_KEY
 import httpx
 import pytest
 from sequence_ai_ros import cli
+from sequence_ai_ros.contract.key_masking import mask_key
 from sequence_ai_ros.doctor import Doctor, DoctorOptions, EXIT_CODES, PLAIN_JPEG, probe_observation
-from sequence_ai_ros.gateway.keys import mask
 from sequence_ai_ros.gateway.process import free_port, GatewayProcess
 
 REPO_ROOT = str(Path(__file__).resolve().parents[1])
@@ -56,7 +56,7 @@ def verdicts(stdout):
 
 
 def key_stats(gateway, key, index):
-    return gateway.stats()['keys'][mask(key, index)]
+    return gateway.stats()['keys'][mask_key(key, index)]
 
 
 class BrokenPolicy:

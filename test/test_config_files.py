@@ -12,7 +12,7 @@ import pytest
 import rclpy
 from rclpy.lifecycle import LifecycleNode
 from rclpy.node import Node
-from sequence_ai_ros.client import types
+from sequence_ai_ros.contract.action_spaces import is_absolute_space
 from sequence_ai_ros.node import params
 from sequence_ai_ros.world import arm_model
 
@@ -145,7 +145,7 @@ def test_timing_keeps_up_with_the_models_latency(context, path):
     else:
         assert p99 < chunk_s, 'an aligned chunk would arrive with nothing left to play'
         assert p99 <= inflight * chunk_s / 2
-    if types.is_absolute_space(model['action_space']):
+    if is_absolute_space(model['action_space']):
         assert 0 < got['smooth_seam'] < model['action_horizon']
     else:
         assert got['smooth_seam'] == 0, 'ignored for increments and velocities: misleading'

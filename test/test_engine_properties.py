@@ -28,7 +28,8 @@ from hypothesis import strategies as st
 from reliability import FaultRow
 from sequence_ai_ros.client.engine import blend_weight, BLENDS, ChunkEngine, PlannedStep
 from sequence_ai_ros.client.latency import LatencyWindow, quantile
-from sequence_ai_ros.client.types import ActionChunk, is_absolute_space
+from sequence_ai_ros.client.types import ActionChunk
+from sequence_ai_ros.contract.action_spaces import is_absolute_space
 
 # Derandomized: the same runs every time (a failure reproduces); 1000 runs take a few seconds.
 EXAMPLES = 1000

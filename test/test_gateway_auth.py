@@ -3,7 +3,8 @@
 from fixtures_gateway import act_body, AUTH, MAIN_KEY, TEST_KEYS, TWO_CREDIT_KEY
 import httpx
 import pytest
-from sequence_ai_ros.gateway.keys import KeyLedger, load_keys, mask
+from sequence_ai_ros.contract.key_masking import mask_key
+from sequence_ai_ros.gateway.keys import KeyLedger, load_keys
 
 
 @pytest.mark.parametrize('headers, fragment', [
@@ -42,13 +43,13 @@ def test_credit_runs_out_and_failures_are_free(gateway):
     assert refused.status_code == 402
     assert isinstance(refused.json()['detail'], str)
     assert 'credit' in refused.json()['detail'] and TWO_CREDIT_KEY not in refused.text
-    assert gateway.stats()['keys'][mask(TWO_CREDIT_KEY, 2)] == {'acts': 2, 'credit_left': 0}
+    assert gateway.stats()['keys'][mask_key(TWO_CREDIT_KEY, 2)] == {'acts': 2, 'credit_left': 0}
 
 
 def test_stats_mask_keys_and_logs_never_hold_them(gateway, http):
     assert http.post('/v1/act', json=act_body()).status_code == 200
     stats = gateway.stats()
-    masked = mask(MAIN_KEY, 1)
+    masked = mask_key(MAIN_KEY, 1)
     assert masked == 'seq_…0001'
     assert stats['keys'][masked]['acts'] >= 1
     text = str(stats) + gateway.log()

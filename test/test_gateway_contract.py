@@ -1,4 +1,4 @@
-"""The 200 paths of PROTOCOL.md: health, catalogue, act response shape, openapi."""
+"""The 200 paths of the wire contract: health, catalogue, act response shape, openapi."""
 
 import math
 

@@ -9,8 +9,8 @@ import time
 
 from fixtures_gateway import act_body, AUTH, MAIN_KEY, PREFIX
 import httpx
+from sequence_ai_ros.contract.key_masking import mask_key
 from sequence_ai_ros.gateway.errors import WarmingUp
-from sequence_ai_ros.gateway.keys import mask
 from sequence_ai_ros.gateway.warmth import Warmth
 
 COLD_START_S = 0.5
@@ -63,7 +63,7 @@ def test_cold_model_timeline(cold_gateway):
     assert stats['models'][PREFIX + name]['warmups'] == 2
     assert stats['acts'][PREFIX + name] == {'503': 3, '200': 7}
     # 503s are free: only the seven answered calls were charged.
-    assert stats['keys'][mask(MAIN_KEY, 1)] == {'acts': 7, 'credit_left': 993}
+    assert stats['keys'][mask_key(MAIN_KEY, 1)] == {'acts': 7, 'credit_left': 993}
 
 
 def test_invalid_request_does_not_wake_a_cold_model(cold_gateway):

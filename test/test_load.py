@@ -24,18 +24,20 @@ import warnings
 
 from fixtures_gateway import encode
 from PIL import Image
-from reliability import FaultRow, open_sockets, resident_kib, settled, thread_count
+from reliability import FaultRow, settled
 from sequence_ai_ros.client.config import full_model_id
+from sequence_ai_ros.client.policy import Policy
 from sequence_ai_ros.client.transport import Transport
 from sequence_ai_ros.client.types import ImageFrame, Observation, Proprioception
 from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.harness.proc_stats import open_sockets, resident_kib, thread_count
 from sequence_ai_ros.harness.stamped_actions import (
     read_instruction,
     SequenceCheck,
     stamp,
     stamped_instruction,
 )
-from sequence_ai_ros.harness.stamped_policy import StampedPolicy
+from sequence_ai_ros.harness.stamped_observer import StampedObserver
 from sequence_ai_ros.world import arm_model
 
 LOOPS = 32
@@ -94,8 +96,9 @@ class Loop:
         self.frames = frames
         self.run_options = run_options
         self.order = SequenceCheck(number)
-        self.policy = StampedPolicy(Transport(api_key=KEY, base_url=base_url),
-                                    full_model_id(MODEL), self.order)
+        self.stamps = StampedObserver(self.order, PREFIX)
+        self.policy = Policy(Transport(api_key=KEY, base_url=base_url), full_model_id(MODEL),
+                             observer=self.stamps)
         self.requested = 0
         self.deadline = 0.0
         self.outcome: Any = None
@@ -120,12 +123,12 @@ class Loop:
         except Exception as exc:  # noqa: BLE001 (the test asserts on it)
             self.error = f'{type(exc).__name__}: {exc}'
         # Requests abandoned at the stop still finish on their worker threads.
-        settled(lambda: len(self.policy.unresolved()), 0, timeout_s=40.0)
+        settled(lambda: len(self.stamps.unresolved()), 0, timeout_s=40.0)
 
     def unplayed(self) -> set[int]:
         """Return the chunks answered and never executed, older than the last one executed."""
         newest = max(self.order.played, default=-1)
-        return {s for s in self.policy.answered - set(self.order.played) if s < newest}
+        return {s for s in self.stamps.answered - set(self.order.played) if s < newest}
 
 
 def run_loops(base_url: str, seconds: float, during: Any = None,
@@ -161,12 +164,12 @@ def tally(loops: list[Loop]) -> dict[str, int]:
                              'played': 0, 'unplayed': 0, 'stale': 0, 'breaks': 0,
                              'underruns': 0}
     for loop in loops:
-        policy, outcome = loop.policy, loop.outcome
+        stamps, outcome = loop.stamps, loop.outcome
         total['requested'] += loop.requested
-        total['sent'] += len(policy.sent)
-        total['answered'] += len(policy.answered)
-        total['failed'] += len(policy.failed)
-        total['lost'] += len(policy.unresolved())
+        total['sent'] += len(stamps.sent)
+        total['answered'] += len(stamps.answered)
+        total['failed'] += len(stamps.failed)
+        total['lost'] += len(stamps.unresolved())
         total['played'] += len(loop.order.played)
         total['unplayed'] += len(loop.unplayed())
         total['breaks'] += loop.order.total
@@ -277,7 +280,7 @@ def test_32_loops_ride_through_a_gateway_crash_and_reconnect_without_leaks(fault
     total = tally(loops)
     restarted_at = crashed[0] if crashed else float('inf')
     after_crash = [loop for loop in loops if any(
-        loop.policy.answered_at[s] > restarted_at for s in loop.order.played)]
+        loop.stamps.answered_at[s] > restarted_at for s in loop.order.played)]
     fault_matrix.record(FaultRow(
         area='load', case=f'{LOOPS} client loops, gateway killed and restarted mid-run',
         outcome=f"every loop rode through: {total['failed']} requests failed and were retried, "

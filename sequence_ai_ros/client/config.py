@@ -62,10 +62,3 @@ def resolve_base_url(base_url: str | None = None) -> str:
     """Return the argument, then $SEQUENCES_BASE_URL, then production; without a trailing slash."""
     url = base_url or os.environ.get('SEQUENCES_BASE_URL') or DEFAULT_BASE_URL
     return url.rstrip('/')
-
-
-def mask_key(key: str | None) -> str:
-    """Mask a key as it may appear anywhere a person reads: `seq_…abcd`."""
-    if not key:
-        return '<none>'
-    return f'{key[:4]}…{key[-4:]}' if len(key) > 12 else '<set>'

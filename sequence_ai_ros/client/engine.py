@@ -38,6 +38,8 @@ import math
 from typing import Any
 import warnings
 
+from sequence_ai_ros.contract.action_spaces import is_absolute_space
+
 # The counters and the summary live in engine_stats; importers keep finding them here.
 from .engine_stats import EngineReport, EngineStats, report, summarize
 from .latency import LatencyWindow
@@ -51,7 +53,7 @@ from .rtc import (
     SentPrefix,
     violation_message,
 )
-from .types import ActionChunk, is_absolute_space
+from .types import ActionChunk
 
 __all__ = ['BLENDS', 'blend_weight', 'ChunkEngine', 'EngineReport', 'EngineStats', 'JOIN_MODES',
            'LATE_FACTOR', 'PlannedStep', 'report', 'summarize']

@@ -18,11 +18,13 @@ from .errors import ChunkExhausted, PolicyBusy, PolicyClosed
 from .latency import LatencyWindow
 from .observer import PolicyObserver
 from .outcome import RunOutcome
+from .playback import PlaybackOptions
 from .run_loop import RunCallbacks, RunLoop
 from .stream import ActionStream
 from .transport import Transport
 from .types import Model, Observation, Prediction
 
+DEFAULT_PLAYBACK = PlaybackOptions()
 _validate_warning_lock = threading.Lock()
 _validate_warned = False
 
@@ -111,22 +113,21 @@ class Policy:
         finally:
             self._drive_lock.release()
 
-    def new_stream(self, *, join: str = 'append', prefetch: bool = True, max_inflight: int = 2,
-                   smooth_seam: int = 0, seam_blend: str = 'linear',
+    def new_stream(self, playback: PlaybackOptions = DEFAULT_PLAYBACK, *,
                    on_chunk: Callable[[Prediction], Any] | None = None,
-                   clock: Callable[[], float] = time.monotonic, retries: int = 2,
-                   retry_backoff_s: float = 0.25, **options: Any) -> ActionStream:
+                   clock: Callable[[], float] = time.monotonic, **options: Any) -> ActionStream:
         """
-        Make an ActionStream on this Policy's connection.
+        Make an ActionStream on this Policy's connection, playing as `playback` says.
 
-        For drivers with their own clock (ROS).
+        For drivers with their own clock (ROS). `options` go on every request's wire body.
         """
         self._assert_open()
-        engine = ChunkEngine(join=join, prefetch=prefetch, max_inflight=max_inflight,
-                             control_hz=self._control_hz, smooth_seam=smooth_seam,
-                             blend=seam_blend, latency=self._latency)
+        engine = ChunkEngine(join=playback.join, prefetch=playback.prefetch,
+                             max_inflight=playback.max_inflight, control_hz=self._control_hz,
+                             smooth_seam=playback.smooth_seam, blend=playback.seam_blend,
+                             latency=self._latency)
         return ActionStream(self.send, engine, options=options, clock=clock, on_chunk=on_chunk,
-                            retries=retries, retry_backoff_s=retry_backoff_s)
+                            retries=playback.retries, retry_backoff_s=playback.retry_backoff_s)
 
     # -- you do everything ------------------------------------------------------------------
 
@@ -185,7 +186,7 @@ class Policy:
 
     def _buffer_stream(self) -> ActionStream:
         if self._stream is None:
-            self._stream = self.new_stream(max_inflight=1)
+            self._stream = self.new_stream(DEFAULT_PLAYBACK.with_changes(max_inflight=1))
         return self._stream
 
     # -- we drive -------------------------------------------------------------------------
@@ -239,10 +240,11 @@ class Policy:
         with self._driving('run'):
             if validate is None:
                 _warn_no_validate()
-            stream = self.new_stream(join=join, prefetch=prefetch, max_inflight=max_inflight,
-                                     smooth_seam=smooth_seam, seam_blend=seam_blend,
-                                     on_chunk=on_chunk, retries=retries,
-                                     retry_backoff_s=retry_backoff_s, **options)
+            playback = PlaybackOptions(
+                join=join, prefetch=prefetch, max_inflight=max_inflight,
+                smooth_seam=smooth_seam, seam_blend=seam_blend, retries=retries,
+                retry_backoff_s=retry_backoff_s, startup_timeout_s=startup_timeout_s)
+            stream = self.new_stream(playback, on_chunk=on_chunk, **options)
             calls = RunCallbacks(observe, act, validate, hold, on_underrun, on_underrun_start,
                                  hold_on_underrun)
             loop = RunLoop(stream, calls, max_actions, startup_timeout_s)

@@ -32,14 +32,12 @@ from itertools import islice
 import math
 from typing import Any
 
-from .engine_stats import EngineStats
-from .types import ActionChunk, is_velocity_space
+from sequence_ai_ros.contract.action_spaces import is_velocity_space
+from sequence_ai_ros.contract.rtc import DELAY_OPTION, HORIZON_OPTION, PREFIX_OPTION
 
-# Request options (extra top-level keys, passed through by the gateway) and the answer's report.
-PREFIX_OPTION = 'action_prefix'
-DELAY_OPTION = 'inference_delay_steps'
-HORIZON_OPTION = 'execution_horizon'
-REPORT_KEY = 'rtc'
+from .engine_stats import EngineStats
+from .types import ActionChunk
+
 # How far a returned prefix step may depart from the one sent before the chunk is reported as
 # not honouring it, as a position over one step (rad; a rate is multiplied by the period, so
 # the figure does not change with the control rate). The reference policies stay within 0.001.

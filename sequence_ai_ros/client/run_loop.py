@@ -54,7 +54,7 @@ class RunLoop:
         deadline: float | None = None
         while self.engine.stats.actions < self.max_actions:
             now = time.monotonic()
-            room = self.engine.stats.actions + self.engine.committed_steps() < self.max_actions
+            room = self.stream.needs_more(self.engine.stats.actions, self.max_actions)
             step = self.stream.step(now, calls.observe, allow_request=room)
             if step is None:
                 self._underrun_begins()

@@ -13,6 +13,7 @@ import time
 from typing import Any, Union
 
 from .engine import ChunkEngine, PlannedStep
+from .engine_stats import EngineReport, EngineStats, report
 from .errors import is_transient, SequencesError
 from .types import Observation, Prediction
 
@@ -60,6 +61,35 @@ class ActionStream:
         self.last_transient_error: SequencesError | None = None
         self._failures_in_a_row = 0
         self._retry_at = float('-inf')
+
+    # -- what a driver reads of the plan (the engine stays the stream's own) --------------------
+
+    @property
+    def period(self) -> float:
+        """Seconds per action: the control_hz override, else the last chunk's rate."""
+        return self.engine.period
+
+    @property
+    def stats(self) -> EngineStats:
+        """Return what the engine has counted so far (chunks, latencies, underruns, the space)."""
+        return self.engine.stats
+
+    @property
+    def action_space(self) -> str | None:
+        """Return the action space of the chunks joined so far (None before the first)."""
+        return self.engine.stats.action_space
+
+    def buffered_seconds(self, now: float) -> float:
+        """Seconds of plan left to play at `now`."""
+        return self.engine.buffered_seconds(now)
+
+    def needs_more(self, played: int, max_actions: int) -> bool:
+        """Whether a request is still wanted: played + committed actions < max_actions."""
+        return played + self.engine.committed_steps() < max_actions
+
+    def report(self, commanded_actions: int) -> EngineReport:
+        """Summarize the run so far for `commanded_actions` sent to the robot."""
+        return report(self.engine, commanded_actions)
 
     def set_options(self, **options: Any) -> None:
         """Change the wire options (e.g. the instruction's extras) for the next requests."""

@@ -7,8 +7,9 @@ import time
 from typing import Any
 
 import httpx
+from sequence_ai_ros.contract.key_masking import mask_key
 
-from .config import mask_key, resolve_api_key, resolve_base_url
+from .config import resolve_api_key, resolve_base_url
 from .errors import (
     AuthError,
     CertificateError,

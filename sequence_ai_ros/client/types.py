@@ -10,20 +10,6 @@ from .errors import MalformedResponse
 # A chunk longer than this is not a plan, it is a fault (or an attack on memory).
 MAX_CHUNK_STEPS = 10_000
 MAX_ACTION_DIM = 256
-# Action spaces whose numbers are positions; only these may be blended across a seam.
-ABSOLUTE_MARKERS = ('absolute', 'position', 'joint_pos')
-VELOCITY_MARKERS = ('velocity', '_vel')
-
-
-def is_absolute_space(action_space: str | None) -> bool:
-    """Return True when actions are absolute targets rather than increments or rates."""
-    return any(m in (action_space or '').lower() for m in ABSOLUTE_MARKERS)
-
-
-def is_velocity_space(action_space: str | None) -> bool:
-    """Return True when actions are rates (per second) rather than positions or increments."""
-    space = (action_space or '').lower()
-    return not is_absolute_space(space) and any(m in space for m in VELOCITY_MARKERS)
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass, field
 
-from sequence_ai_ros.client.types import is_velocity_space
+from sequence_ai_ros.contract.action_spaces import is_velocity_space
 
 from . import analysis
 

@@ -8,7 +8,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sequence_ai_ros.client.config import credentials_path, mask_key, read_credentials_file
+from sequence_ai_ros.client.config import credentials_path, read_credentials_file
+from sequence_ai_ros.contract.key_masking import mask_key
 from sequence_ai_ros.doctor.codes import EXIT_NO_KEY
 
 if TYPE_CHECKING:

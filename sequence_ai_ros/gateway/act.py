@@ -14,13 +14,14 @@ from typing import Any
 import uuid
 
 import numpy as np
+from sequence_ai_ros.contract.key_masking import redact
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from .body import check_content_type, read_body
 from .catalogue import Catalogue, ModelProfile
-from .errors import ApiError, JsonReply, redact
+from .errors import ApiError, JsonReply
 from .fifo_gate import FifoGate
 from .keys import KeyLedger
 from .latency import LatencySampler

@@ -1,4 +1,4 @@
-"""The ASGI app: routes of the wire contract (PROTOCOL.md) plus the local-only stats endpoint."""
+"""The ASGI app: the hosted wire contract's routes (openapi.json) and the local stats endpoint."""
 
 import json
 from pathlib import Path

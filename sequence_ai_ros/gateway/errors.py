@@ -2,9 +2,9 @@
 
 import json
 import math
-import re
 from typing import Any
 
+from sequence_ai_ros.contract.key_masking import redact
 from starlette.responses import JSONResponse
 
 
@@ -21,15 +21,6 @@ class JsonReply(JSONResponse):
         """Serialise `content` as compact UTF-8 JSON; NaN and Infinity are refused."""
         text = json.dumps(content, ensure_ascii=False, allow_nan=False, separators=(',', ':'))
         return text.encode('utf-8', 'backslashreplace')
-
-
-# Anything shaped like an API key (keys.KEY_PREFIX and what follows it, up to a space or quote).
-_KEY_LIKE = re.compile(r'seq_[^\s\'"]+')
-
-
-def redact(text: str) -> str:
-    """Hide every key-shaped token: a key pasted into the wrong field is never echoed."""
-    return _KEY_LIKE.sub('seq_[redacted]', text)
 
 
 def shown(text: str, limit: int = 64) -> str:
@@ -54,7 +45,7 @@ class ApiError(Exception):
 
 
 class WarmingUp(ApiError):
-    """503 while a cold model loads: the only error whose detail is an object (see PROTOCOL)."""
+    """503 while a cold model loads: the only error whose detail is an object (openapi.json)."""
 
     def __init__(self, model: str, retry_after_s: float, job_id: str) -> None:
         super().__init__(503, f'model {model} is warming up; retry in {retry_after_s:.2f} s')

@@ -1,7 +1,7 @@
 """
 API keys and their credit: loading, constant-time checks, and per-call accounting.
 
-A key is never echoed: not in errors, logs or stats (stats show `mask(key)`).
+A key is never echoed: not in errors, logs or stats (stats show `mask_key(key, index)`).
 """
 
 from collections.abc import Mapping
@@ -12,10 +12,11 @@ import os
 from pathlib import Path
 import threading
 
+from sequence_ai_ros.contract.key_masking import KEY_PREFIX, mask_key
+
 from .errors import ApiError
 
 KEYS_ENV = 'SEQUENCE_AI_ROS_GATEWAY_KEYS'
-KEY_PREFIX = 'seq_'
 _BEARER_HINT = "send 'Authorization: Bearer seq_...'"
 
 
@@ -64,12 +65,6 @@ def _credit(text: str, where: str) -> int:
     if credit < 0:
         raise ValueError(f'{where}: credit must be a whole number >= 0')
     return credit
-
-
-def mask(key: str, index: int) -> str:
-    """Name a key for display: `seq_…abcd`, or `seq_…#<index>` when the key is too short."""
-    # Revealing 4 characters of a short key would give away most of it.
-    return f'{KEY_PREFIX}…{key[-4:]}' if len(key) >= 16 else f'{KEY_PREFIX}…#{index}'
 
 
 @dataclass
@@ -151,7 +146,7 @@ class KeyLedger:
     def snapshot(self) -> dict[str, dict[str, int]]:
         """Per masked key: successful acts and credit left."""
         with self._lock:
-            return {mask(k, i): {'acts': self._acts[k], 'credit_left': self._credit[k]}
+            return {mask_key(k, i): {'acts': self._acts[k], 'credit_left': self._credit[k]}
                     for i, k in enumerate(self._keys, 1)}
 
 

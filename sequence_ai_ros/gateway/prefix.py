@@ -25,7 +25,7 @@ import math
 from typing import Any
 
 import numpy as np
-from sequence_ai_ros.client.rtc import DELAY_OPTION, HORIZON_OPTION, PREFIX_OPTION, REPORT_KEY
+from sequence_ai_ros.contract.rtc import DELAY_OPTION, HORIZON_OPTION, PREFIX_OPTION, REPORT_KEY
 
 from .fields import int_option, invalid, kind, numbers
 

@@ -22,6 +22,7 @@
 from typing import Any
 
 import numpy as np
+from sequence_ai_ros.contract.action_spaces import DELTA, space_kind, VELOCITY
 from sequence_ai_ros.world import arm_model
 
 from .catalogue import ModelProfile
@@ -42,7 +43,6 @@ NOISE_SIGMA = 0.003  # rad
 NOISE_CORRELATION = 0.8  # step to step, so the noise is smooth rather than jitter
 PREFIX_NOISE_SHARE = 0.1  # of the noise, on the prefix's frozen rows
 JACOBIAN_EVERY = 4  # steps; it changes little over 4 capped steps and costs 0.3 ms each
-INTEGRATING_SPACES = ('joint_delta', 'joint_velocity')
 
 
 def smooth_noise(rng: np.random.Generator, steps: int, dims: int,
@@ -158,7 +158,7 @@ class ReferencePolicy:
         """Plan `steps` steps from q0 toward the goal (stand still without one), with noise."""
         if goal is None:
             return np.repeat(q0[None, :], steps + 1, axis=0), np.full(steps, gripper0)
-        integrating = self.profile.action_space in INTEGRATING_SPACES
+        integrating = space_kind(self.profile.action_space) in (DELTA, VELOCITY)
         targets, grip = plan_reach(q0, gripper0, goal, steps, 1.0 / self.profile.native_hz,
                                    integrating)
         targets[1:] = arm_model.clamp_to_limits(targets[1:] + chunk_noise(rng, steps, q0.size))

@@ -9,17 +9,19 @@ in every space. `from_action_space` is the inverse: the joint targets a run of a
 """
 
 import numpy as np
+from sequence_ai_ros.contract.action_spaces import ABSOLUTE, DELTA, space_kind, VELOCITY
 
 
 def to_action_space(space: str, targets: np.ndarray, gripper: np.ndarray,
                     control_hz: float) -> np.ndarray:
     """Return the (n, joints + 1) action rows for a plan in `space`."""
     steps = np.diff(targets, axis=0)
-    if space in ('joint_absolute', 'joint_position'):
+    kind = space_kind(space)
+    if kind == ABSOLUTE:
         joints = targets[1:]
-    elif space == 'joint_delta':
+    elif kind == DELTA:
         joints = steps
-    elif space == 'joint_velocity':
+    elif kind == VELOCITY:
         joints = steps * control_hz
     else:
         raise ValueError(f'unsupported action space {space!r}')
@@ -30,11 +32,12 @@ def from_action_space(space: str, rows: np.ndarray, q0: np.ndarray,
                       control_hz: float) -> tuple[np.ndarray, np.ndarray]:
     """Return the joint targets (n + 1 rows, row 0 = q0) and gripper that `rows` amount to."""
     joints, gripper = rows[:, :q0.size], rows[:, q0.size]
-    if space in ('joint_absolute', 'joint_position'):
+    kind = space_kind(space)
+    if kind == ABSOLUTE:
         return np.vstack([q0, joints]), gripper
-    if space == 'joint_delta':
+    if kind == DELTA:
         steps = joints
-    elif space == 'joint_velocity':
+    elif kind == VELOCITY:
         steps = joints / control_hz
     else:
         raise ValueError(f'unsupported action space {space!r}')

@@ -1,7 +1,10 @@
 """
 Instruments for tests, benchmarks and the demo; the node and the client never import it.
 
-  service_calls    a ROS service call with a deadline; lifecycle changes that survive a lost reply
-  stamped_actions  actions stamped with loop, request and step; the order check
-  stamped_policy   a Policy noting every request's fate, for many loops on one gateway
+  proc_stats        what /proc says: CPU time, machine busy, memory, threads, sockets, renice
+  report            markdown tables
+  scripted_robot    a robot over DDS: joint states, camera frames, a hold service
+  service_calls     a ROS service call with a deadline; lifecycle changes that survive a lost reply
+  stamped_actions   actions stamped with loop, request and step; the order check
+  stamped_observer  a PolicyObserver noting every request's fate, for many loops on one gateway
 """

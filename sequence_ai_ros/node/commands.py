@@ -14,47 +14,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 import math
 
-__all__ = [
-    'SUPPORTED_SPACES',
-    'Command',
-    'CommandMapper',
-    'UnsupportedActionSpace',
-    'space_kind',
-    'supported_action_space',
-]
+from sequence_ai_ros.contract.action_spaces import ABSOLUTE, DELTA, joint_space_kind, JOINT_SPACES
 
-ABSOLUTE, DELTA, VELOCITY = 'absolute', 'delta', 'velocity'
-# Same markers as the client's is_absolute_space, restricted to joint spaces.
-_MARKERS = {
-    ABSOLUTE: ('absolute', 'position', 'joint_pos'),
-    DELTA: ('delta',),
-    VELOCITY: ('velocity',),
-}
-SUPPORTED_SPACES = ('joint_absolute', 'joint_position', 'joint_pos', 'joint_delta',
-                    'joint_velocity')
+__all__ = ['Command', 'CommandMapper', 'UnsupportedActionSpace', 'supported_action_space']
 
 
 class UnsupportedActionSpace(ValueError):
     """The model's action space is not one this node can turn into joint targets."""
 
 
-def space_kind(space: str | None) -> str | None:
-    """
-    'absolute', 'delta' or 'velocity' for a joint action space, else None.
-
-    A name matching more than one kind (e.g. 'joint_position_delta') is None: guessing could
-    publish rates as positions.
-    """
-    name = (space or '').lower()
-    if not name.startswith('joint'):
-        return None
-    kinds = [kind for kind, markers in _MARKERS.items() if any(m in name for m in markers)]
-    return kinds[0] if len(kinds) == 1 else None
-
-
 def supported_action_space(space: str | None) -> bool:
     """Return True when :class:`CommandMapper` can map actions of this space."""
-    return space_kind(space) is not None
+    return joint_space_kind(space) is not None
 
 
 @dataclass(frozen=True)
@@ -74,11 +45,11 @@ class CommandMapper:
     """
 
     def __init__(self, action_space: str, joint_count: int, has_gripper: bool) -> None:
-        kind = space_kind(action_space)
+        kind = joint_space_kind(action_space)
         if kind is None:
             raise UnsupportedActionSpace(
                 f'action space {action_space!r} cannot be commanded as joint positions; '
-                f'supported: joint spaces named like {", ".join(SUPPORTED_SPACES)}')
+                f'supported: joint spaces named like {", ".join(JOINT_SPACES)}')
         if joint_count < 1:
             raise ValueError(f'joint_count must be >= 1, got {joint_count}')
         self.action_space = action_space

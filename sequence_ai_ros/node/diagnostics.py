@@ -8,7 +8,6 @@ string is passed through a redactor that masks anything shaped like a key before
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-import re
 from urllib.parse import urlsplit, urlunsplit
 
 from builtin_interfaces.msg import Time
@@ -21,6 +20,7 @@ from sequence_ai_ros.client.errors import (
     OutOfCredit,
     Unavailable,
 )
+from sequence_ai_ros.contract.key_masking import redact
 
 from .safety import input_age_problem
 
@@ -33,7 +33,6 @@ __all__ = [
     'build_statuses',
     'diagnostic_array',
     'error_kind',
-    'redact',
 ]
 
 OK, WARN, ERROR = DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR
@@ -46,7 +45,6 @@ ERROR_KINDS = ('', 'auth', 'credit', 'invalid', 'certificate', 'unavailable', 'w
                'malformed', 'other')
 
 # Keys start 'seq_'; a bearer header could carry any token.
-_KEY_PATTERN = re.compile(r'(?<![A-Za-z0-9])seq_[A-Za-z0-9_\-]{4,}|(?i:bearer)\s+\S+')
 
 
 @dataclass
@@ -133,11 +131,6 @@ def error_kind(error: BaseException) -> str:
     if isinstance(error, MalformedResponse):
         return 'malformed'
     return 'other'
-
-
-def redact(text: str) -> str:
-    """Mask anything shaped like an API key or a bearer token (a server may quote one)."""
-    return _KEY_PATTERN.sub('<redacted>', text)
 
 
 def _url(url: str) -> str:

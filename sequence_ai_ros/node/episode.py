@@ -16,15 +16,16 @@ import math
 import time
 from typing import Any
 
-from sequence_ai_ros.client.engine import report
 from sequence_ai_ros.client.errors import SequencesError, Unavailable
+from sequence_ai_ros.client.playback import PlaybackOptions
 from sequence_ai_ros.client.policy import Policy
 from sequence_ai_ros.client.stream import ActionStream
 from sequence_ai_ros.client.types import Prediction
+from sequence_ai_ros.contract.key_masking import redact
 
 from .arm_output import FORWARD_VELOCITY, PLAN
 from .commands import Command, CommandMapper, UnsupportedActionSpace
-from .diagnostics import error_kind, redact
+from .diagnostics import error_kind
 from .images import ImageError
 from .inputs import InputCache, JOINT_STATES
 from .params import NodeConfig
@@ -59,10 +60,12 @@ class Episode:
         self.limits = SafetyLimits(config.position_lower, config.position_upper,
                                    config.max_step_change, step_overrides=gripper)
         self.stream: ActionStream = policy.new_stream(
-            join=config.join_mode, prefetch=config.prefetch, max_inflight=config.max_inflight,
-            smooth_seam=config.smooth_seam, seam_blend=config.seam_blend,
-            on_chunk=self._on_chunk, retries=config.request_retries,
-            retry_backoff_s=config.retry_backoff_s)
+            PlaybackOptions(join=config.join_mode, prefetch=config.prefetch,
+                            max_inflight=config.max_inflight, smooth_seam=config.smooth_seam,
+                            seam_blend=config.seam_blend, retries=config.request_retries,
+                            retry_backoff_s=config.retry_backoff_s,
+                            startup_timeout_s=config.startup_timeout_s),
+            on_chunk=self._on_chunk)
         # stream.retried when the last chunk joined: the failures absorbed since are "in a row".
         self._retried_at_chunk = 0
         # One record per chunk joined, for the node's ~/chunks topic (monitoring, the demo).
@@ -87,7 +90,7 @@ class Episode:
     @property
     def period(self) -> float:
         """Seconds per action (the engine's: the override, else the chunk's rate)."""
-        return self.stream.engine.period
+        return self.stream.period
 
     @property
     def running(self) -> bool:
@@ -116,7 +119,7 @@ class Episode:
             if arriving and self.actions == 0 and now < self._grace_until:
                 return Tick(IDLE)  # inputs may still be arriving at episode start
             return self.end('safety', f'input: {problem}', hold=True)
-        budget = self.actions + self.stream.engine.committed_steps() < self.config.max_actions
+        budget = self.stream.needs_more(self.actions, self.config.max_actions)
         try:
             step = self.stream.step(now, self._observe, allow_request=budget and
                                     now >= self._retry_at)
@@ -148,7 +151,7 @@ class Episode:
 
     def summary(self) -> dict[str, Any]:
         """Return the outcome as RunOutcome-like fields, for logs and the outcome topic."""
-        fields = asdict(report(self.stream.engine, self.actions))
+        fields = asdict(self.stream.report(self.actions))
         return dict(fields, actions=self.actions,
                     elapsed_s=round(time.monotonic() - self.started, 3), holds=self.holds,
                     retries=self.stream.retried,
@@ -159,7 +162,7 @@ class Episode:
 
     def _on_chunk(self, prediction: Prediction) -> None:
         self._retried_at_chunk = self.stream.retried
-        stats = self.stream.engine.stats
+        stats = self.stream.stats
         self.chunk_events.append({
             'chunk': stats.chunks, 'id': prediction.id, 'steps': len(prediction.action_chunk),
             'action_space': prediction.action_chunk.action_space,
@@ -228,7 +231,7 @@ class Episode:
         measured = self.inputs.last_finite_positions
         assert measured is not None  # _input_problem guarantees a finite joint state
         if self.mapper is None:
-            space = self.stream.engine.stats.action_space or ''
+            space = self.stream.action_space or ''
             try:
                 self.mapper = CommandMapper(space, len(self.config.joint_names),
                                             bool(self.config.gripper_joint))

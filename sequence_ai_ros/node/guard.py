@@ -15,7 +15,7 @@ import functools
 import traceback
 from typing import Any, TypeVar
 
-from .diagnostics import redact
+from sequence_ai_ros.contract.key_masking import redact
 
 __all__ = ['CallbackGuard', 'refuse_service']
 

@@ -20,12 +20,13 @@ from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CompressedImage, Image, JointState
 import sequence_ai_ros as sai
 from sequence_ai_ros.client.config import read_credentials_file
+from sequence_ai_ros.contract.key_masking import redact
 from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 
 from .commands import Command, supported_action_space
 from .controller_check import ask_controller, check_controller
-from .diagnostics import build_statuses, diagnostic_array, Health, redact
+from .diagnostics import build_statuses, diagnostic_array, Health
 from .episode import COMMAND, END, Episode, HOLD
 from .guard import CallbackGuard, refuse_service
 from .hold_call import HoldServiceCall
@@ -377,7 +378,7 @@ class PolicyNode(LifecycleNode):
         self._control_timer = self.create_timer(self._period(), self._tick)
 
     def _period(self) -> float:
-        if self.episode is not None and self.episode.stream.engine.stats.chunks:
+        if self.episode is not None and self.episode.stream.stats.chunks:
             return self.episode.period
         config = self.config
         if config is not None and config.control_rate_hz > 0:
@@ -576,7 +577,7 @@ class PolicyNode(LifecycleNode):
         health.gate_open = self.inputs.gate_open
         if episode is None:
             return health
-        stats = episode.stream.engine.stats
+        stats = episode.stream.stats
         summary = episode.summary()
         health.episode_state = episode.state
         health.episode_reason, health.episode_outcome = episode.reason, episode.outcome
@@ -590,7 +591,7 @@ class PolicyNode(LifecycleNode):
         health.retries_in_a_row = episode.retries_in_a_row
         health.last_transient_error, health.last_transient_error_kind = \
             episode.last_transient_error
-        health.buffered_s = episode.stream.engine.buffered_seconds(now)
+        health.buffered_s = episode.stream.buffered_seconds(now)
         health.underruns, health.underrun_s = stats.underruns, stats.underrun_s
         health.longest_underrun_s = stats.longest_underrun_s
         health.max_seam_jump = stats.max_seam_jump

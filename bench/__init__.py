@@ -1,0 +1,1 @@
+"""The benchmarks: thin scripts over sequence_ai_ros.harness, run as `python -m bench.<name>`."""
