@@ -19,8 +19,8 @@ from typing import Any
 
 from sequence_ai_ros.demo.configs import config_file
 from sequence_ai_ros.demo.controllers import config_value, controller_setup, DEFAULT_DISTRO
-from sequence_ai_ros.demo.processes import ChildProcess, ros_environment
 from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.harness.child_processes import ChildProcess, ros_environment
 from sequence_ai_ros.harness.proc_stats import busy_share, cpu_seconds, machine_jiffies
 
 NODE, SIM = 'policy_node', 'sim_arm'

@@ -29,8 +29,8 @@ import tempfile
 import time
 
 from lifecycle_msgs.msg import Transition
-from sequence_ai_ros.demo.processes import ChildProcess, random_domain_id, ros_environment
 from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.harness.child_processes import ChildProcess, random_domain_id, ros_environment
 from sequence_ai_ros.harness.proc_stats import CpuWindow
 from sequence_ai_ros.harness.scripted_robot import ScriptedRobot
 from sequence_ai_ros.world import arm_model

@@ -31,9 +31,9 @@ import sys
 import time
 from typing import Any
 
-from sequence_ai_ros.demo.processes import random_domain_id
 from sequence_ai_ros.gateway.catalogue import load_catalogue
 from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.harness.child_processes import random_domain_id
 from sequence_ai_ros.harness.proc_stats import busy_share, cpu_seconds, machine_jiffies
 
 from ._fleet_clients import LoopResult, run_fleet, synthetic_frames

@@ -32,9 +32,9 @@ import sys
 import tempfile
 import time
 
-from sequence_ai_ros.demo.processes import random_domain_id
 from sequence_ai_ros.gateway.catalogue import DEFAULT_CATALOGUE
 from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.harness.child_processes import random_domain_id
 from sequence_ai_ros.harness.proc_stats import busy_share, machine_jiffies
 
 from ._output_modes_report import analyse, report, SECTION

@@ -13,13 +13,13 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
+from sequence_ai_ros.harness.child_processes import localhost_discovery
 from sequence_ai_ros.harness.service_calls import change_state, lifecycle_state
 from sequence_ai_ros.sim.arm import JOINT_NAMES
 from std_msgs.msg import Float64, String
 from trajectory_msgs.msg import JointTrajectory
 
 from .analysis import Recording
-from .processes import localhost_discovery
 
 RELIABLE = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 COMMAND_TOPIC = 'joint_trajectory_controller/joint_trajectory'

@@ -18,11 +18,11 @@ from typing import Any, TextIO
 
 from sequence_ai_ros.gateway.catalogue import load_catalogue, ModelProfile
 from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.harness.child_processes import ChildProcess, random_domain_id, ros_environment
 
 from .arguments import build_parser, EPISODE_MODEL_S
 from .configs import config_file, find_config
 from .controllers import config_value, controller_setup, default_gripper_interface
-from .processes import ChildProcess, random_domain_id, ros_environment
 from .progress import Progress, RunStatus
 from .summary import outcome_table, Run
 

@@ -1,6 +1,7 @@
 """
 Instruments for tests, benchmarks and the demo; the node and the client never import it.
 
+  child_processes   children on a private ROS domain, logged, stopped politely then hard
   proc_stats        what /proc says: CPU time, machine busy, memory, threads, sockets, renice
   report            markdown tables
   scripted_robot    a robot over DDS: joint states, camera frames, a hold service

@@ -1,4 +1,4 @@
-"""The simulated arm and the policy node as child processes, each with its own log file."""
+"""Child processes on a private ROS domain (discovery on loopback), each with its own log file."""
 
 from collections.abc import Mapping, Sequence
 import os
