@@ -17,13 +17,11 @@ still pending.
 
 from collections import deque
 import itertools
-import math
 from typing import Any
 import warnings
 
 from sequence_ai_ros.contract.action_spaces import is_absolute_space
 
-from . import timing
 from .blend import blend_seam, blend_weight
 
 # The counters and the summary live in engine_stats; importers keep finding them here.
@@ -43,14 +41,14 @@ from .rtc import (
     SentPrefix,
     violation_message,
 )
-from .timing import LATE_FACTOR
+from .timing import LATE_FACTOR, RequestTiming
 from .types import ActionChunk
 
 __all__ = ['BLENDS', 'blend_weight', 'ChunkEngine', 'EngineReport', 'EngineStats', 'JOIN_MODES',
            'LATE_FACTOR', 'PlannedStep', 'report', 'summarize']
 
 
-class ChunkEngine:
+class ChunkEngine(RequestTiming):
     """Clock-driven action buffer with prefetch, join modes, seam measurement and blending."""
 
     def __init__(self, *, join: str = 'append', prefetch: bool = True, max_inflight: int = 1,
@@ -99,100 +97,6 @@ class ChunkEngine:
                    max_inflight=playback.max_inflight, control_hz=control_hz,
                    smooth_seam=playback.smooth_seam, blend=playback.seam_blend,
                    latency=latency, warn=warn)
-
-    # -- what the driver asks -------------------------------------------------------------
-
-    @property
-    def period(self) -> float:
-        """Seconds between actions: the override, else the latest chunk's rate, else 10 Hz."""
-        hz = self.control_hz or self._chunk_hz or 10.0
-        return 1.0 / hz
-
-    @property
-    def buffered(self) -> int:
-        """Count the steps left in the plan."""
-        return len(self._plan)
-
-    @property
-    def inflight(self) -> int:
-        """Count the requests started and not yet arrived or failed."""
-        return len(self._inflight)
-
-    @property
-    def parked(self) -> int:
-        """Chunks in hand that wait for an older request (append mode keeps order)."""
-        return len(self._parked)
-
-    def buffered_seconds(self, now: float) -> float:
-        """Seconds of motion left in the plan at `now`."""
-        if not self._plan:
-            return 0.0
-        last_due = self._plan[-1].due
-        if last_due is not None:
-            return max(0.0, last_due + self.period - now)
-        return len(self._plan) * self.period
-
-    def committed_steps(self) -> int:
-        """Count the steps buffered plus those in-flight and parked requests will bring."""
-        if self.active_join != 'append' and self._now is not None:
-            # An aligned chunk brings only what lies beyond the plan it replaces; counting a
-            # whole chunk each would stop run() asking for the last chunks it needs.
-            now = self._now
-            beyond = self.covered_until(now) - now - self.buffered_seconds(now)
-            return len(self._plan) + math.floor(beyond / self.period + 1e-9)
-        return len(self._plan) + (len(self._inflight) + len(self._parked)) * self._chunk_steps
-
-    @property
-    def active_join(self) -> str:
-        """
-        Return the join in force: 'aligned' ('rtc') while a chunk can land inside its horizon.
-
-        From L >= C on, chunks are appended whole until latency comes back down
-        (timing.join_in_force). Decided from the first sample on (the window's prior makes it
-        cautious), so a slow model does not begin with joins it cannot sustain.
-        """
-        return timing.join_in_force(self.join, self.latency.planning_latency(),
-                                    self._chunk_seconds())
-
-    def aligned_delay(self) -> float:
-        """
-        Seconds an aligned join plays behind its capture: 0 while latency allows.
-
-        timing.aligned_delay has the arithmetic; 'rtc' delays the same way: its prefix then
-        starts that much after the observation.
-        """
-        lead = self.lead_time()
-        if lead is None or not self._chunk_steps:
-            return 0.0
-        return timing.aligned_delay(lead, self.period, self._chunk_seconds(), self.max_inflight)
-
-    def covered_until(self, now: float) -> float:
-        """Return the time until which the plan and the requests in flight keep the arm moving."""
-        self._now = now
-        return timing.covered_until(
-            now, self.buffered_seconds(now), self._inflight.values(),
-            self.latency.planning_latency(), self._chunk_seconds(),
-            append=self.active_join == 'append', parked=len(self._parked),
-            delay=self.aligned_delay())
-
-    def lead_time(self) -> float | None:
-        """How much covered time to leave when a request starts: tail latency + one period."""
-        latency = self.latency.planning_latency()
-        return None if latency is None else latency + self.period
-
-    def should_request(self, now: float) -> bool:
-        """Decide if a request should start now (the driver then observes and calls started)."""
-        self._now = now
-        if len(self._inflight) >= self.max_inflight:
-            return False
-        if not self._plan and not self._inflight:
-            return True
-        if not self.prefetch:
-            return False
-        lead = self.lead_time()
-        if lead is None:
-            return False
-        return self.covered_until(now) - now <= lead
 
     # -- what the driver tells ------------------------------------------------------------
 
@@ -371,9 +275,6 @@ class ChunkEngine:
         for ticket in [t for t in self._parked if t < self._newest_applied]:
             del self._parked[ticket]
             self.stats.stale_chunks += 1
-
-    def _chunk_seconds(self) -> float:
-        return self._chunk_steps * self.period
 
     def _fall_back(self, ticket: int) -> None:
         """Join as 'aligned' from now on: the server answered a prefix without using it."""
