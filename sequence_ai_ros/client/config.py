@@ -62,4 +62,3 @@ def resolve_base_url(base_url: str | None = None) -> str:
     """Return the argument, then $SEQUENCES_BASE_URL, then production; without a trailing slash."""
     url = base_url or os.environ.get('SEQUENCES_BASE_URL') or DEFAULT_BASE_URL
     return url.rstrip('/')
-

@@ -57,7 +57,7 @@ class JoinSite:
 
 def join_chunk(site: JoinSite, steps: list[PlannedStep], *, mode: str, replace: bool,
                capture: float, delay: float, now: float, sent: SentPrefix | None = None,
-           played: int | None = None) -> 'deque[PlannedStep]':
+               played: int | None = None) -> 'deque[PlannedStep]':
     """
     Return the plan once `steps` are joined into `site.plan` by `mode` (the join in force).
 

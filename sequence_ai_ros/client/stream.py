@@ -68,12 +68,12 @@ class ActionStream:
 
     @property
     def stats(self) -> EngineStats:
-        """What the engine has counted so far (chunks, latencies, underruns, the space)."""
+        """Return what the engine has counted so far (chunks, latencies, underruns, space)."""
         return self.engine.stats
 
     @property
     def action_space(self) -> str | None:
-        """The action space of the chunks joined so far (None before the first)."""
+        """Return the action space of the chunks joined so far (None before the first)."""
         return self.engine.stats.action_space
 
     def buffered_seconds(self, now: float) -> float:

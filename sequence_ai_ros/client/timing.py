@@ -138,7 +138,7 @@ class RequestTiming:
         cautious), so a slow model does not begin with joins it cannot sustain.
         """
         return join_in_force(self.join, self.latency.planning_latency(),
-                                    self._chunk_seconds())
+                             self._chunk_seconds())
 
     def aligned_delay(self) -> float:
         """
