@@ -80,7 +80,8 @@ __all__ = [
 
 def connect(model: str, *, api_key: str | None = None, base_url: str | None = None,
             control_hz: float | None = None, timeout_s: float = 30.0,
-            verify: bool | str | ssl.SSLContext = True) -> 'Policy':
+            verify: bool | str | ssl.SSLContext = True,
+            observer: 'PolicyObserver | None' = None) -> 'Policy':
     """
     Open a Policy on one model; nothing is sent (or billed) until the first request.
 
@@ -90,13 +91,14 @@ def connect(model: str, *, api_key: str | None = None, base_url: str | None = No
     control_hz  play actions at this rate instead of the rate each chunk declares
     timeout_s   per-request timeout
     verify      TLS: True (system CAs), a CA file path, or an ssl.SSLContext; never off
+    observer    a PolicyObserver told of every request (instrumentation), else none
     """
     from .client.config import full_model_id
     from .client.policy import Policy
     from .client.transport import Transport
     transport = Transport(api_key=api_key, base_url=base_url, timeout_s=timeout_s,
                           verify=verify)
-    return Policy(transport, full_model_id(model), control_hz=control_hz)
+    return Policy(transport, full_model_id(model), control_hz=control_hz, observer=observer)
 
 
 def models(*, endpoint: str | None = None, api_key: str | None = None,

@@ -40,7 +40,7 @@ def test_refill_when_empty_underruns_at_every_boundary():
     boundaries = engine.stats.chunks - 1
     assert engine.stats.underruns >= boundaries - 1 and boundaries > 5
     moving = len(result.played) / (len(result.played) + result.starved_ticks)
-    assert moving < 0.65  # the seed's arithmetic: C / (C + L) = 1 / 1.79 = 56%
+    assert moving < 0.65  # refill-when-empty: C / (C + L) = 1 / 1.79 = 56%
 
 
 def test_prefetch_append_keeps_moving_when_latency_below_chunk():
@@ -271,7 +271,7 @@ def test_seam_measured_before_blending_and_blend_only_on_absolute_spaces():
     assert all(s.values == s.raw for s in rv.played)
 
 
-def test_linear_blend_matches_the_seed_and_min_jerk_has_flat_ends():
+def test_linear_blend_is_the_sequence_ai_clients_ramp_and_min_jerk_has_flat_ends():
     assert [blend_weight(i, 3, 'linear') for i in range(3)] == [0.25, 0.5, 0.75]
     n = 50
     w = [0.0] + [blend_weight(i, n, 'min_jerk') for i in range(n)] + [1.0]

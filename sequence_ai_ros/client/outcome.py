@@ -6,7 +6,7 @@ from dataclasses import dataclass
 @dataclass
 class RunOutcome:
     """
-    What Policy.run() did. The seed's fields and repr, plus the engine's measurements.
+    What Policy.run() did: the sequence-ai client's fields and repr, then the engine's.
 
     `max_seam_jump` is the largest per-dimension jump between the last executed action and the
     first action played from a new chunk, measured before any blending; it reads as a position
@@ -22,7 +22,7 @@ class RunOutcome:
     reason: str = 'completed'
     max_seam_jump: float | None = None
     action_space: str | None = None
-    # Beyond the seed: the share of the run the arm had a command, and why it did not.
+    # Beyond the sequence-ai client's: the share of the run the arm was commanded, and why not.
     moving_fraction: float = 0.0
     # hold() calls: one at each underrun's start (unless hold_on_underrun=False), one at an
     # early stop; 0 when run() was given no hold.

@@ -6,6 +6,7 @@ requests in flight, retries, the warm-model wait) is this one object, so a defau
 is written once for both.
 """
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -68,6 +69,28 @@ class PlaybackOptions:
                 found[name] = why
         return found
 
+    @classmethod
+    def from_keywords(cls, playback: 'PlaybackOptions | None',
+                      keywords: Mapping[str, Any]) -> tuple['PlaybackOptions', dict[str, Any]]:
+        """
+        Split a driver's keywords into its PlaybackOptions and the wire options left over.
+
+        The loose names (join=, prefetch=, ...) are the published sequence-ai client's API;
+        they build the PlaybackOptions when `playback` is None. Given with `playback` they
+        would set a field twice: a TypeError. Every other keyword goes on the wire.
+        """
+        names = {f.name for f in fields(cls)}
+        loose = {k: v for k, v in keywords.items() if k in names}
+        wire = {k: v for k, v in keywords.items() if k not in names}
+        if playback is None:
+            return cls(**loose), wire
+        if not isinstance(playback, cls):
+            raise TypeError(f'playback must be a PlaybackOptions, got {type(playback).__name__}')
+        if loose:
+            raise TypeError(f'playback= already sets {sorted(loose)}: pass them in '
+                            'PlaybackOptions, or without playback=, not both')
+        return playback, wire
+
     def with_changes(self, **changes: Any) -> 'PlaybackOptions':
         """Return a copy with `changes` (checked like the original)."""
         unknown = set(changes) - {f.name for f in fields(self)}
@@ -82,3 +105,7 @@ def _integer(value: Any) -> bool:
 
 def _number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# What run(), next_action() and the node play with unless told otherwise.
+DEFAULT_PLAYBACK = PlaybackOptions()

@@ -18,13 +18,12 @@ from .errors import ChunkExhausted, PolicyBusy, PolicyClosed
 from .latency import LatencyWindow
 from .observer import PolicyObserver
 from .outcome import RunOutcome
-from .playback import PlaybackOptions
+from .playback import DEFAULT_PLAYBACK, PlaybackOptions
 from .run_loop import RunCallbacks, RunLoop
 from .stream import ActionStream
 from .transport import Transport
 from .types import Model, Observation, Prediction
 
-DEFAULT_PLAYBACK = PlaybackOptions()
 _validate_warning_lock = threading.Lock()
 _validate_warned = False
 
@@ -122,12 +121,10 @@ class Policy:
         For drivers with their own clock (ROS). `options` go on every request's wire body.
         """
         self._assert_open()
-        engine = ChunkEngine(join=playback.join, prefetch=playback.prefetch,
-                             max_inflight=playback.max_inflight, control_hz=self._control_hz,
-                             smooth_seam=playback.smooth_seam, blend=playback.seam_blend,
-                             latency=self._latency)
+        engine = ChunkEngine.from_playback(playback, control_hz=self._control_hz,
+                                           latency=self._latency)
         return ActionStream(self.send, engine, options=options, clock=clock, on_chunk=on_chunk,
-                            retries=playback.retries, retry_backoff_s=playback.retry_backoff_s)
+                            playback=playback)
 
     # -- you do everything ------------------------------------------------------------------
 
@@ -135,8 +132,8 @@ class Policy:
         """
         One inference; the chunk also becomes next_action()'s buffer.
 
-        `options` pass through to the request body (action_horizon, seed, ...). What comes back
-        is model output, not a safe robot command.
+        `options` pass through to the request body (action_horizon, seed, ...). What comes
+        back is model output, not a safe robot command.
         """
         with self._driving('predict'):
             stream = self._buffer_stream()
@@ -197,9 +194,7 @@ class Policy:
             on_chunk: Callable[[Prediction], Any] | None = None,
             on_underrun: Callable[[float], Any] | None = None,
             on_underrun_start: Callable[[], Any] | None = None, hold_on_underrun: bool = True,
-            prefetch: bool = True, startup_timeout_s: float = 0.0, smooth_seam: int = 0,
-            join: str = 'append', max_inflight: int = 2, seam_blend: str = 'linear',
-            retries: int = 2, retry_backoff_s: float = 0.25, **options: Any) -> RunOutcome:
+            playback: PlaybackOptions | None = None, **options: Any) -> RunOutcome:
         """
         Run a bounded control loop and report what happened.
 
@@ -214,15 +209,11 @@ class Policy:
         hold_on_underrun   False: hold only when the loop stops early, as the sequence-ai
                      client does (the robot then gets nothing during an underrun but
                      on_underrun_start)
-        prefetch     request the next chunk while this one plays (False: refill when empty)
-        startup_timeout_s  wait out a warming worker, but only before the first action
-        smooth_seam  ramp N steps of each new chunk out of the last action (absolute spaces)
-        join         'append' (the seed's), 'aligned' (step i at capture + i/hz) or 'rtc' (RTC)
-        max_inflight requests allowed in flight when latency says one is not enough
-        seam_blend   'linear' (the seed's ramp) or 'min_jerk'
-        retries      transient failures (connection lost, timeout, 5xx, malformed answer)
-                     absorbed in a row while the plan keeps playing; the next one is raised
-        retry_backoff_s  pause before the first retry, doubled for each further one
+        playback     how chunks are requested, joined and played: a PlaybackOptions (its
+                     docstring has the fields and defaults, shared with the ROS node); or
+                     its fields as keywords (prefetch=False, join='aligned', ...), as the
+                     sequence-ai client takes them, but not both
+        options      any other keyword goes on every request's wire body
 
         An underrun begins at the tick whose action is missing (the plan ran dry after the arm
         moved): hold(), then on_underrun_start(), each once. Nothing else reaches the robot
@@ -233,21 +224,16 @@ class Policy:
         """
         if isinstance(max_actions, bool) or not isinstance(max_actions, int) or max_actions <= 0:
             raise ValueError('max_actions must be a positive integer')
-        if startup_timeout_s < 0:
-            raise ValueError('startup_timeout_s must be >= 0')
+        playback, options = PlaybackOptions.from_keywords(playback, options)
         if not isinstance(hold_on_underrun, bool):
             raise TypeError('hold_on_underrun must be True or False (pass the callable as hold=)')
         with self._driving('run'):
             if validate is None:
                 _warn_no_validate()
-            playback = PlaybackOptions(
-                join=join, prefetch=prefetch, max_inflight=max_inflight,
-                smooth_seam=smooth_seam, seam_blend=seam_blend, retries=retries,
-                retry_backoff_s=retry_backoff_s, startup_timeout_s=startup_timeout_s)
             stream = self.new_stream(playback, on_chunk=on_chunk, **options)
             calls = RunCallbacks(observe, act, validate, hold, on_underrun, on_underrun_start,
                                  hold_on_underrun)
-            loop = RunLoop(stream, calls, max_actions, startup_timeout_s)
+            loop = RunLoop(stream, calls, max_actions, playback)
             try:
                 loop.run()
             except BaseException as exc:

@@ -13,6 +13,7 @@ from typing import Any
 from .engine import report
 from .errors import Unavailable
 from .outcome import RunOutcome
+from .playback import PlaybackOptions
 from .stream import ActionStream
 from .types import Observation
 
@@ -34,12 +35,12 @@ class RunLoop:
     """run()'s loop: drift-free pacing against absolute deadlines around ActionStream.step."""
 
     def __init__(self, stream: ActionStream, callbacks: RunCallbacks, max_actions: int,
-                 startup_timeout_s: float) -> None:
+                 playback: PlaybackOptions) -> None:
         self.stream = stream
         self.engine = stream.engine
         self.calls = callbacks
         self.max_actions = max_actions
-        self.startup_timeout_s = startup_timeout_s
+        self.startup_timeout_s = playback.startup_timeout_s
         self.reason = 'completed'
         self.acted = 0
         self.holds = 0

@@ -15,6 +15,7 @@ from typing import Any, Union
 from .engine import ChunkEngine, PlannedStep
 from .engine_stats import EngineReport, EngineStats, report
 from .errors import is_transient, SequencesError
+from .playback import DEFAULT_PLAYBACK, PlaybackOptions
 from .types import Observation, Prediction
 
 ObservationSource = Union[Observation, Callable[[], Observation]]  # noqa: UP007 (3.10 alias)
@@ -30,20 +31,16 @@ class ActionStream:
     tick that only needs to snapshot its inputs.
 
     A transient failure (lost connection, timeout, 5xx, malformed answer: `is_transient`) is
-    retried up to `retries` times in a row, after a backoff of `retry_backoff_s` doubling each
-    time, while the plan already in hand keeps playing; the next failure is raised. Nothing of
-    a failed request is ever played.
+    retried up to `playback.retries` times in a row, after a backoff of
+    `playback.retry_backoff_s` doubling each time, while the plan already in hand keeps
+    playing; the next failure is raised. Nothing of a failed request is ever played.
     """
 
     def __init__(self, send: Sender, engine: ChunkEngine, *, options: dict[str, Any] | None
                  = None, clock: Callable[[], float] = time.monotonic,
                  on_chunk: Callable[[Prediction], Any] | None = None,
-                 name: str = 'sequence-ai-request', retries: int = 2,
-                 retry_backoff_s: float = 0.25) -> None:
-        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-            raise ValueError('retries must be an integer >= 0')
-        if not retry_backoff_s >= 0:
-            raise ValueError('retry_backoff_s must be >= 0')
+                 name: str = 'sequence-ai-request',
+                 playback: PlaybackOptions = DEFAULT_PLAYBACK) -> None:
         self.engine = engine
         self._send = send
         self._options = dict(options or {})
@@ -55,8 +52,8 @@ class ActionStream:
         self._arrivals: dict[int, float] = {}
         self._lock = threading.Lock()
         self.last_prediction: Prediction | None = None
-        self.retries = retries
-        self.retry_backoff_s = retry_backoff_s
+        self.retries = playback.retries
+        self.retry_backoff_s = playback.retry_backoff_s
         self.retried = 0  # transient failures absorbed over the stream's life
         self.last_transient_error: SequencesError | None = None
         self._failures_in_a_row = 0
@@ -71,7 +68,7 @@ class ActionStream:
 
     @property
     def stats(self) -> EngineStats:
-        """Return what the engine has counted so far (chunks, latencies, underruns, the space)."""
+        """Return what the engine has counted so far (chunks, latencies, underruns, space)."""
         return self.engine.stats
 
     @property
