@@ -88,11 +88,10 @@ def measure(record: RunRecord, profile: ModelProfile, scenario: str, scale: floa
         row.late_tick_s = max(0.0, underrun - record.own_underrun_s) / scale
     latencies = record.latencies
     out = record.outcome
-    # How chunks were joined is the engine's; shown where the run's outcome reports it.
-    joins = getattr(out, 'joins', None)
+    joins = out.joins if out is not None else None
     if joins:
         row.joins = ', '.join(f'{how} {joins[how]}' for how in JOIN_KINDS if joins.get(how))
-        delay = getattr(out, 'max_join_delay_s', 0.0)
+        delay = out.max_join_delay_s
         if delay > 0:
             row.joins += f' (delay up to {delay / scale:.2f}s)'
     if out is not None:

@@ -91,6 +91,8 @@ class EngineReport:
     max_prefix_error: float | None
     prefix_violations: int
     rtc_fallback: bool
+    joins: dict[str, int]
+    max_join_delay_s: float
 
 
 def report(engine: 'ChunkEngine', commanded_actions: int) -> EngineReport:
@@ -115,4 +117,5 @@ def report(engine: 'ChunkEngine', commanded_actions: int) -> EngineReport:
         server_inference_p50_ms=quantile(list(stats.server_inference_ms), 0.5),
         obs_age_p50_s=age_p50, obs_age_max_s=age_max, prefixes_sent=stats.prefixes_sent,
         max_prefix_error=stats.max_prefix_error, prefix_violations=stats.prefix_violations,
-        rtc_fallback=stats.rtc_fallback)
+        rtc_fallback=stats.rtc_fallback, joins=dict(stats.joins),
+        max_join_delay_s=stats.max_join_delay_s)

@@ -1,6 +1,6 @@
 """RunOutcome: what a run did, so a stalled run and a smooth one never look the same."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass
@@ -48,6 +48,9 @@ class RunOutcome:
     max_prefix_error: float | None = None
     prefix_violations: int = 0
     rtc_fallback: bool = False
+    # How the chunks were joined (a count per kind of join) and the longest delay of a join.
+    joins: dict[str, int] = field(default_factory=dict)
+    max_join_delay_s: float = 0.0
 
     def __repr__(self) -> str:
         stall = f', {self.underruns} underruns ({self.underrun_s:.2f}s)' if self.underruns else ''
