@@ -65,34 +65,46 @@ def summarize(values: Sequence[float]) -> tuple[float | None, float | None]:
     return (quantile(values, 0.5), max(values)) if values else (None, None)
 
 
-@dataclass
+@dataclass(kw_only=True)
 class EngineReport:
-    """What an engine measured, in RunOutcome's field names (run() and the node share it)."""
+    """
+    What an engine measured: RunOutcome's engine fields (run() and the node share them).
 
-    chunks: int
-    underruns: int
-    underrun_s: float
-    longest_underrun_s: float
-    moving_fraction: float
-    requests: int
-    failed_requests: int
-    stale_chunks: int
-    dropped_steps: int
-    blended_steps: int
-    max_seam_jump: float | None
-    action_space: str | None
-    latency_p50_s: float | None
-    latency_p95_s: float | None
-    latency_p99_s: float | None
-    server_inference_p50_ms: float | None
-    obs_age_p50_s: float | None
-    obs_age_max_s: float | None
-    prefixes_sent: int
-    max_prefix_error: float | None
-    prefix_violations: int
-    rtc_fallback: bool
-    joins: dict[str, int]
-    max_join_delay_s: float
+    `max_seam_jump` is the largest per-dimension jump between the last executed action and the
+    first action played from a new chunk, measured before any blending; it reads as a position
+    jump only when `action_space` is absolute.
+    """
+
+    chunks: int = 0
+    underruns: int = 0
+    underrun_s: float = 0.0
+    max_seam_jump: float | None = None
+    action_space: str | None = None
+    # The share of the run the arm was commanded, and the longest wait without a command.
+    moving_fraction: float = 0.0
+    longest_underrun_s: float = 0.0
+    requests: int = 0
+    failed_requests: int = 0
+    stale_chunks: int = 0
+    dropped_steps: int = 0
+    blended_steps: int = 0
+    # Capture-to-chunk latency as the loop saw it, and the server's own inference time, so
+    # network and model time can be told apart.
+    latency_p50_s: float | None = None
+    latency_p95_s: float | None = None
+    latency_p99_s: float | None = None
+    server_inference_p50_ms: float | None = None
+    obs_age_p50_s: float | None = None
+    obs_age_max_s: float | None = None
+    # join='rtc': requests that carried a prefix, the largest departure of an answer from its
+    # prefix, answers beyond the tolerance, and whether an ignoring server made it 'aligned'.
+    prefixes_sent: int = 0
+    max_prefix_error: float | None = None
+    prefix_violations: int = 0
+    rtc_fallback: bool = False
+    # How the chunks were joined (a count per kind of join) and the longest delay of a join.
+    joins: dict[str, int] = field(default_factory=dict)
+    max_join_delay_s: float = 0.0
 
 
 def report(engine: 'ChunkEngine', commanded_actions: int) -> EngineReport:
