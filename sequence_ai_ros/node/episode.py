@@ -17,7 +17,6 @@ import time
 from typing import Any
 
 from sequence_ai_ros.client.errors import SequencesError, Unavailable
-from sequence_ai_ros.client.playback import PlaybackOptions
 from sequence_ai_ros.client.policy import Policy
 from sequence_ai_ros.client.stream import ActionStream
 from sequence_ai_ros.client.types import Prediction
@@ -59,13 +58,7 @@ class Episode:
             if config.gripper_joint else ()
         self.limits = SafetyLimits(config.position_lower, config.position_upper,
                                    config.max_step_change, step_overrides=gripper)
-        self.stream: ActionStream = policy.new_stream(
-            PlaybackOptions(join=config.join_mode, prefetch=config.prefetch,
-                            max_inflight=config.max_inflight, smooth_seam=config.smooth_seam,
-                            seam_blend=config.seam_blend, retries=config.request_retries,
-                            retry_backoff_s=config.retry_backoff_s,
-                            startup_timeout_s=config.startup_timeout_s),
-            on_chunk=self._on_chunk)
+        self.stream: ActionStream = policy.new_stream(config.playback, on_chunk=self._on_chunk)
         # stream.retried when the last chunk joined: the failures absorbed since are "in a row".
         self._retried_at_chunk = 0
         # One record per chunk joined, for the node's ~/chunks topic (monitoring, the demo).
