@@ -8,8 +8,8 @@ import math
 from pathlib import Path
 import re
 
+from fixtures_rclpy import *  # noqa: F401,F403  (context)
 import pytest
-import rclpy
 from rclpy.lifecycle import LifecycleNode
 from rclpy.node import Node
 from sequence_ai_ros.contract.action_spaces import is_absolute_space
@@ -30,14 +30,6 @@ P99_Z = 2.3263  # standard normal quantile at 0.99: the catalogue's latency is l
 
 def stem(model: str) -> str:
     return model.replace('-', '_')
-
-
-@pytest.fixture(scope='module')
-def context():
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    yield ctx
-    rclpy.shutdown(context=ctx)
 
 
 def ros_args(path: Path) -> list[str]:

@@ -6,8 +6,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 import re
 
+from fixtures_rclpy import *  # noqa: F401,F403  (context)
 import pytest
-import rclpy
 from rclpy.lifecycle import LifecycleNode
 from rclpy.parameter import Parameter
 from ros_harness import node_parameters
@@ -17,14 +17,6 @@ from sequence_ai_ros.node.param_spec import param, parameter_table
 
 REPO = Path(__file__).resolve().parents[1]
 PLAYBACK = {name: spec for name, spec in params.PARAMETERS.items() if spec.playback}
-
-
-@pytest.fixture(scope='module')
-def context():
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    yield ctx
-    rclpy.shutdown(context=ctx)
 
 
 def read(context, **overrides) -> params.NodeConfig:
