@@ -8,8 +8,8 @@ import math
 from pathlib import Path
 import re
 
+from fixtures_rclpy import *  # noqa: F401,F403  (context)
 import pytest
-import rclpy
 from rclpy.lifecycle import LifecycleNode
 from rclpy.node import Node
 from sequence_ai_ros.contract.action_spaces import is_absolute_space
@@ -22,7 +22,7 @@ CONFIGS = sorted(p for p in (REPO / 'config').glob('*.yaml')
                  if p.name != 'diagnostic_analyzers.yaml')
 CATALOGUE = json.loads((REPO / 'sequence_ai_ros/gateway/catalogue.json').read_text())
 MODELS = {entry['name']: entry for entry in CATALOGUE['models']}
-REQUIRED = {name for name, spec in params.PARAMETERS.items() if '(required' in spec[1]}
+REQUIRED = {name for name, spec in params.PARAMETERS.items() if spec.required}
 # A hosted key looks like seq_ and then letters, digits or underscores.
 KEY_PATTERN = re.compile(r'seq_\w+')
 P99_Z = 2.3263  # standard normal quantile at 0.99: the catalogue's latency is lognormal
@@ -30,14 +30,6 @@ P99_Z = 2.3263  # standard normal quantile at 0.99: the catalogue's latency is l
 
 def stem(model: str) -> str:
     return model.replace('-', '_')
-
-
-@pytest.fixture(scope='module')
-def context():
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    yield ctx
-    rclpy.shutdown(context=ctx)
 
 
 def ros_args(path: Path) -> list[str]:

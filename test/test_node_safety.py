@@ -1,12 +1,16 @@
 """The checks run before publishing: each failure gives a reason that names what is wrong."""
 
 import math
+from pathlib import Path
+import re
 
 import pytest
 from sequence_ai_ros.node.safety import (
     check_command,
     check_joint_positions,
     input_age_problem,
+    input_age_reason,
+    is_stale,
     SafetyLimits,
 )
 
@@ -115,3 +119,26 @@ def test_nan_age_is_stale_and_unchecked_topics_are_ignored():
     assert input_age_problem({'/joint_states': math.nan}, {'/joint_states': 0.5}) is not None
     assert input_age_problem({'/joint_states': 0.1, '/other': None}, {'/joint_states': 0.5}) \
         is None
+
+
+@pytest.mark.parametrize('age,stale', [(0.0, False), (0.5, False), (0.5000001, True),
+                                       (None, True), (math.nan, True), (math.inf, True)])
+def test_one_staleness_rule_counts_nan_inf_and_never_as_stale(age, stale):
+    assert is_stale(age, 0.5) is stale
+    assert (input_age_reason('/joint_states', age, 0.5) is not None) is stale
+
+
+def test_the_reason_carries_a_note_inside_the_parentheses():
+    assert input_age_reason('/a', 2.0, 0.5, '; 3 dropped') == \
+        '/a is 2.000 s old (timeout 0.500 s; 3 dropped)'
+
+
+NODE = Path(__file__).resolve().parents[1] / 'sequence_ai_ros' / 'node'
+# An input's age compared with its timeout anywhere but safety.is_stale is a second rule.
+SECOND_RULE = re.compile(r'[<>]=?\s*[\w.]*(joint_state|camera|safety_gate)_timeout_s|'
+                         r'(joint_state|camera|safety_gate)_timeout_s\s*[<>]')
+
+
+@pytest.mark.parametrize('path', sorted(NODE.glob('*.py')), ids=lambda p: p.name)
+def test_staleness_is_decided_only_in_safety(path):
+    assert not SECOND_RULE.search(path.read_text()), 'compare ages through safety.is_stale'

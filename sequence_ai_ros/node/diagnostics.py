@@ -44,8 +44,6 @@ EPISODE_OUTCOMES = ('', 'completed', 'stopped', 'safety', 'error')
 ERROR_KINDS = ('', 'auth', 'credit', 'invalid', 'certificate', 'unavailable', 'warming',
                'malformed', 'other')
 
-# Keys start 'seq_'; a bearer header could carry any token.
-
 
 @dataclass
 class Health:

@@ -17,7 +17,6 @@ import time
 from typing import Any
 
 from sequence_ai_ros.client.errors import SequencesError, Unavailable
-from sequence_ai_ros.client.playback import PlaybackOptions
 from sequence_ai_ros.client.policy import Policy
 from sequence_ai_ros.client.stream import ActionStream
 from sequence_ai_ros.client.types import Prediction
@@ -29,7 +28,7 @@ from .diagnostics import error_kind
 from .images import ImageError
 from .inputs import InputCache, JOINT_STATES
 from .params import NodeConfig
-from .safety import check_command, check_velocities, SafetyLimits
+from .safety import check_command, check_velocities, input_age_reason, is_stale, SafetyLimits
 
 COMMAND, HOLD, IDLE, END = 'command', 'hold', 'idle', 'end'
 
@@ -59,13 +58,7 @@ class Episode:
             if config.gripper_joint else ()
         self.limits = SafetyLimits(config.position_lower, config.position_upper,
                                    config.max_step_change, step_overrides=gripper)
-        self.stream: ActionStream = policy.new_stream(
-            PlaybackOptions(join=config.join_mode, prefetch=config.prefetch,
-                            max_inflight=config.max_inflight, smooth_seam=config.smooth_seam,
-                            seam_blend=config.seam_blend, retries=config.request_retries,
-                            retry_backoff_s=config.retry_backoff_s,
-                            startup_timeout_s=config.startup_timeout_s),
-            on_chunk=self._on_chunk)
+        self.stream: ActionStream = policy.new_stream(config.playback, on_chunk=self._on_chunk)
         # stream.retried when the last chunk joined: the failures absorbed since are "in a row".
         self._retried_at_chunk = 0
         # One record per chunk joined, for the node's ~/chunks topic (monitoring, the demo).
@@ -190,16 +183,15 @@ class Episode:
         for topic, age in inputs.ages(now).items():
             timeout = config.joint_state_timeout_s if topic == JOINT_STATES \
                 else config.camera_timeout_s
-            if age is None:
-                return f'no message on {topic} yet', True
-            if age > timeout:
-                dropped = inputs.dropped_since_accepted.get(topic, 0)
-                why = f'; {dropped} since dropped, stamped older than the last accepted' \
-                    if dropped else ''
-                return f'{topic} is {age:.3f} s old (timeout {timeout:.3f} s{why})', True
+            dropped = inputs.dropped_since_accepted.get(topic, 0)
+            why = f'; {dropped} since dropped, stamped older than the last accepted' \
+                if dropped else ''
+            stale = input_age_reason(topic, age, timeout, why)
+            if stale:
+                return stale, True
         if config.safety_gate_topic:
             gate_age = None if inputs.gate_time is None else now - inputs.gate_time
-            if gate_age is None or gate_age > config.safety_gate_timeout_s:
+            if is_stale(gate_age, config.safety_gate_timeout_s):
                 return f'safety gate {config.safety_gate_topic} silent (counts as closed)', False
             if not inputs.gate_open:
                 return f'safety gate {config.safety_gate_topic} is closed', False
@@ -310,7 +302,8 @@ class Episode:
         seen = self.inputs.joint_state_time
         # Joint states that stopped (or went back in time) tell where the arm was: it went on
         # to the commands sent since, and a hold at the old positions would move it back.
-        stale = seen is None or time.monotonic() - seen > self.config.joint_state_timeout_s
+        stale = is_stale(None if seen is None else time.monotonic() - seen,
+                         self.config.joint_state_timeout_s)
         if positions is None or (stale and self.last_command is not None):
             positions = self.last_command.positions if self.last_command else ()
         if self.mapper is not None and positions:

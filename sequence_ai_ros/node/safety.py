@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import math
 
 __all__ = ['SafetyLimits', 'check_command', 'check_joint_positions', 'check_velocities',
-           'input_age_problem']
+           'input_age_problem', 'input_age_reason', 'is_stale']
 
 
 @dataclass(frozen=True)
@@ -116,6 +116,26 @@ def check_joint_positions(positions: Sequence[float],
     return None
 
 
+def is_stale(age: float | None, timeout_s: float) -> bool:
+    """
+    Return True when an input `age` seconds old may not be used (None = never received).
+
+    The one staleness rule of the node, for the tick, the hold and /diagnostics alike. Written
+    as ``not age <= timeout_s`` so that a NaN or infinite age counts as stale.
+    """
+    return age is None or not age <= timeout_s
+
+
+def input_age_reason(topic: str, age: float | None, timeout_s: float,
+                     note: str = '') -> str | None:
+    """None when `topic` is fresh, else why not; `note` is added inside the parentheses."""
+    if not is_stale(age, timeout_s):
+        return None
+    if age is None:
+        return f'no message on {topic} yet'
+    return f'{topic} is {age:.3f} s old (timeout {timeout_s:.3f} s{note})'
+
+
 def input_age_problem(ages: Mapping[str, float | None],
                       timeout_s: Mapping[str, float]) -> str | None:
     """
@@ -125,11 +145,6 @@ def input_age_problem(ages: Mapping[str, float | None],
     topic with a timeout but no entry in ``ages`` counts as never received. Topics without a
     timeout are not checked.
     """
-    problems = []
-    for topic, timeout in timeout_s.items():
-        age = ages.get(topic)
-        if age is None:
-            problems.append(f'no message on {topic} yet')
-        elif not age <= timeout:
-            problems.append(f'{topic} is {age:.3f} s old (timeout {timeout:.3f} s)')
-    return '; '.join(problems) or None
+    problems = (input_age_reason(topic, ages.get(topic), timeout)
+                for topic, timeout in timeout_s.items())
+    return '; '.join(p for p in problems if p) or None
