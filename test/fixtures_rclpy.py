@@ -12,4 +12,5 @@ def context():
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
     yield ctx
-    rclpy.shutdown(context=ctx)
+    if ctx.ok():  # a test may have shut it down itself
+        rclpy.shutdown(context=ctx)

@@ -9,10 +9,10 @@ update, on_activate; joint_trajectory_controller_parameters.yaml), see test_sim_
 """
 
 from builtin_interfaces.msg import Duration
+from fixtures_rclpy import *  # noqa: F401,F403  (context)
 import numpy as np
 import pytest
 from rcl_interfaces.msg import ParameterType
-import rclpy
 from sequence_ai_ros.world import arm_model
 from sim_process import Probe, SimProcess
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -30,15 +30,6 @@ joint_trajectory_controller:
     allow_partial_joints_goal: true
     cmd_timeout: 0.3
 """
-
-
-@pytest.fixture(scope='module')
-def context():
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    yield ctx
-    if ctx.ok():
-        rclpy.shutdown(context=ctx)
 
 
 @pytest.fixture(scope='module')

@@ -5,10 +5,10 @@ import signal
 import time
 
 from builtin_interfaces.msg import Duration
+from fixtures_rclpy import *  # noqa: F401,F403  (context)
 import numpy as np
 from PIL import Image as PILImage
 import pytest
-import rclpy
 from sequence_ai_ros.sim.render import world_to_pixel
 from sequence_ai_ros.world import arm_model
 from sim_process import Probe, SimProcess, stamp
@@ -18,15 +18,6 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 TARGET = (0.45, -0.1)
 HALF_S = 500_000_000
 ARM = list(arm_model.JOINT_NAMES)
-
-
-@pytest.fixture(scope='module')
-def context():
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    yield ctx
-    if ctx.ok():
-        rclpy.shutdown(context=ctx)
 
 
 @pytest.fixture(scope='module')
