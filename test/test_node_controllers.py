@@ -2,7 +2,7 @@
 The policy node against the simulated stock controllers, closed loop through the camera.
 
 The simulated controllers apply ros2_controllers' own acceptance rules per distribution
-(sim/jtc_rules.py, sim/forward_command.py, sim/gripper_action.py) and log upstream's words at
+(sim/jtc_rules/, sim/forward_command.py, sim/gripper_rules.py) and log upstream's words at
 ERROR on a rejection, which the demo's recorder counts from /rosout. Every output mode must be
 accepted by every distribution's defaults with the arm's joints only, reach the target, and
 move the gripper through its own interface.
