@@ -51,7 +51,7 @@ def reach_chunk(q0):
 
 
 def infer(obs):
-    """The DROID-like policy: check the example's keys as openpi's DROID inputs would."""
+    """Answer as the DROID-like policy, checking the keys as openpi's DROID inputs would."""
     started = time.monotonic()
     for key in IMAGE_KEYS:
         image = obs[key]

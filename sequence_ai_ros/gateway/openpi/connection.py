@@ -20,10 +20,10 @@ import time
 from typing import Any
 from urllib.parse import urlsplit
 
+from sequence_ai_ros.gateway.policy_api import PolicyError
 from websockets.exceptions import ConnectionClosed, WebSocketException
 from websockets.sync.client import ClientConnection, connect
 
-from ..policy_api import PolicyError
 from .codec import CodecError, packb, unpackb
 
 LOG = logging.getLogger(__name__)

@@ -24,8 +24,7 @@ from typing import Any
 
 import numpy as np
 from PIL import Image, ImageOps
-
-from ..policy_api import PolicyError
+from sequence_ai_ros.gateway.policy_api import PolicyError
 
 
 @dataclass(frozen=True)

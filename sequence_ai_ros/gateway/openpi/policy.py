@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from sequence_ai_ros.gateway.catalogue import Catalogue, ModelProfile
+from sequence_ai_ros.gateway.policy_api import PolicyFactory
 
-from ..catalogue import Catalogue, ModelProfile
-from ..policy_api import PolicyFactory
 from .connection import ConnectionPool, server_name
 from .mapping import action_rows, DROID, ObservationMap, openpi_observation
 
