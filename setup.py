@@ -32,7 +32,7 @@ setup(
         # The policy node and the sim arm (rclpy and messages: ROS, or PyPI's ros-* wheels).
         'ros': ['numpy', 'pillow'],
         # Optional: the local gateway and the demo's picture; the node needs neither.
-        'gateway': ['starlette', 'uvicorn', 'numpy', 'pillow'],
+        'gateway': ['starlette', 'uvicorn', 'numpy', 'pillow', 'msgpack', 'websockets>=13'],
         'demo': ['matplotlib', 'starlette', 'uvicorn', 'numpy', 'pillow'],
         'test': ['pytest', 'ruff', 'mypy', 'vermin'],
     },

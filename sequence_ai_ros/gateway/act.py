@@ -127,7 +127,7 @@ class ActService:
             result = self.policies[profile.id].act(call.observation(), options, rng)
             return check_output(result, call.horizon, profile.action_dim, self.policy_name)
         except PolicyError as error:
-            failure = ApiError(500, str(error))
+            failure = ApiError(error.status, str(error))
             LOG.error('%s', failure.detail)
             raise failure from None
         except Exception as error:

@@ -37,6 +37,11 @@ def create_app(config: GatewayConfig) -> Starlette:
     policy_name = 'reference'
     if config.policy:
         factory, policy_name = load_factory(config.policy), config.policy
+    if config.openpi:
+        from .openpi.policy import openpi_serving  # msgpack and websockets only for --openpi
+
+        served = openpi_serving(config.openpi, config.openpi_model, catalogue)
+        catalogue, factory, policy_name = served.catalogue, served.factory, served.name
     ledger = KeyLedger(config.keys)
     warmth = Warmth({p.id: p.cold_start_s for p in catalogue.profiles},
                     config.idle_cold_s * scale, config.start_warm)

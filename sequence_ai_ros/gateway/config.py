@@ -34,6 +34,9 @@ class GatewayConfig:
     keyfile: str | None = None
     keep_alive_s: int = 75
     log_level: str = 'info'
+    # An openpi policy server (ws://host:port) serving the one catalogue model `openpi_model`.
+    openpi: str | None = None
+    openpi_model: str = 'pi05-droid'
 
     def __post_init__(self) -> None:
         if self.scenario not in SCENARIOS:
@@ -48,3 +51,11 @@ class GatewayConfig:
             raise ValueError('body_timeout_s must be > 0')
         if self.latency_median_s is not None and self.latency_median_s < 0:
             raise ValueError('latency_median_s must be >= 0')
+        if self.openpi:
+            if self.policy or self.time_scale != 1.0:
+                raise ValueError('--openpi serves a real model in real time: not with --policy '
+                                 'or --time-scale')
+            # Its own time is the latency, and its server is up or not: nothing simulated.
+            self.start_warm = True
+            self.latency_median_s = self.latency_median_s or 0.0
+            self.cold_start_s = self.cold_start_s or 0.0

@@ -44,7 +44,17 @@ PolicyFactory = Callable[[ModelProfile], Policy]
 
 
 class PolicyError(RuntimeError):
-    """The policy misbehaved; the message is the 500 response's detail."""
+    """
+    The policy failed; the message is the response's detail, `status` its code (500).
+
+    A policy that fronts another server says which side failed: 502 (its answer was bad), 503
+    (unreachable: the client retries), 504 (it did not answer in time), 422 (this request
+    lacks what the model needs).
+    """
+
+    def __init__(self, message: str, status: int = 500) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 def honours_prefix(policy: Policy) -> bool:

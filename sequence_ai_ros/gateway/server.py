@@ -56,6 +56,11 @@ def build_parser(prog: str = 'gateway') -> argparse.ArgumentParser:
     add('--policy', default=None, metavar='MODULE:FACTORY',
         help='serve your own policy: factory(profile) -> object with act(observation, '
         'options, rng) (see sequence_ai_ros.gateway.policy_api)')
+    add('--openpi', default=None, metavar='WS_URL',
+        help="serve --openpi-model from openpi's websocket policy server (ws://host:port), "
+        'warm and with no simulated latency')
+    add('--openpi-model', default=defaults.openpi_model, metavar='NAME',
+        help='the catalogue model the openpi server is (default %(default)s)')
     add('--catalogue', default=None, metavar='PATH', help='another catalogue.json')
     add('--certfile', default=None, help='TLS certificate (PEM); serve HTTPS')
     add('--keyfile', default=None, help='TLS private key (PEM)')
@@ -78,7 +83,8 @@ def config_from_args(args: argparse.Namespace) -> GatewayConfig:
         max_body_bytes=args.max_body_bytes, body_timeout_s=args.body_timeout_s,
         keys=load_keys(args.keys_file), seed=args.seed, policy=args.policy,
         catalogue=args.catalogue, certfile=args.certfile, keyfile=args.keyfile,
-        keep_alive_s=args.keep_alive_s, log_level=args.log_level)
+        keep_alive_s=args.keep_alive_s, log_level=args.log_level,
+        openpi=args.openpi, openpi_model=args.openpi_model)
 
 
 def main(argv: Sequence[str] | None = None, prog: str = 'gateway') -> int:
