@@ -26,7 +26,7 @@ TESTS ?= test
 JAZZY_TESTS ?= $(addprefix test/test_,$(addsuffix .py,config_files demo diagnostic_analyzers \
 	images launch node node_arm_output node_commands node_controllers node_diagnostics \
 	node_faults node_gateway_faults node_guard node_inputs node_lifecycle_abuse \
-	operator_session params ros2_cli ros2_launch secrets sim_forward_command sim_gripper_action \
+	openpi_ros operator_session params ros2_cli ros2_launch secrets sim_forward_command sim_gripper_action \
 	sim_jtc_node sim_node sim_trajectory soak spin))
 # The client core: what must stay httpx-only and type-clean.
 CLIENT_CORE := sequence_ai_ros/__init__.py sequence_ai_ros/client
