@@ -18,6 +18,7 @@ from .errors import JsonReply
 from .keys import KeyLedger
 from .latency import LatencySampler
 from .policy_api import load_factory, PolicyFactory
+from .policy_backend import PolicyBackend, ThreadPoolBackend
 from .reference_policy import ReferencePolicy
 from .stats import Stats, StatsMiddleware
 from .warmth import Warmth
@@ -27,24 +28,29 @@ LOCAL_NOTE = ('Local gateway introspection for tests and benchmarks; not part of
               'contract and never served by api.generalsequences.com.')
 
 
-def create_app(config: GatewayConfig) -> Starlette:
-    """Build the gateway app for `config` (raises ValueError/ImportError on a bad set-up)."""
+def create_app(config: GatewayConfig, backend: PolicyBackend | None = None) -> Starlette:
+    """
+    Build the gateway app for `config` (raises ValueError/ImportError on a bad set-up).
+
+    Without `backend` the policies run in this process (`ThreadPoolBackend`, one per model).
+    """
     scale = config.time_scale
     # A plug-in policy may serve any action space; the reference policy plans joints only.
     catalogue = load_catalogue(config.catalogue, scale, config.latency_median_s,
                                config.cold_start_s, any_space=bool(config.policy))
-    factory: PolicyFactory = ReferencePolicy
-    policy_name = 'reference'
-    if config.policy:
-        factory, policy_name = load_factory(config.policy), config.policy
+    if backend is None:
+        factory: PolicyFactory = load_factory(config.policy) if config.policy else ReferencePolicy
+        backend = ThreadPoolBackend({p.id: factory(p) for p in catalogue.profiles},
+                                    config.policy or 'reference')
+    policy_name = backend.name
     ledger = KeyLedger(config.keys)
     warmth = Warmth({p.id: p.cold_start_s for p in catalogue.profiles},
                     config.idle_cold_s * scale, config.start_warm)
     service = ActService(
         catalogue, ledger, warmth,
         LatencySampler(config.scenario, scale, config.step_after_s, config.seed),
-        {p.id: factory(p) for p in catalogue.profiles}, policy_name,
-        config.concurrency, config.max_body_bytes, config.seed, config.body_timeout_s)
+        backend, config.concurrency * backend.replicas, config.max_body_bytes, config.seed,
+        config.body_timeout_s)
     stats = Stats()
     openapi = json.loads(OPENAPI_FILE.read_text(encoding='utf-8'))
 
@@ -65,7 +71,8 @@ def create_app(config: GatewayConfig) -> Starlette:
             queue_depth=sum(q['queued'] for q in queues.values()),
             in_flight=sum(q['in_flight'] for q in queues.values()),
             auth='keys' if ledger.enabled else 'disabled',
-            scenario=config.scenario, time_scale=scale, policy=policy_name)
+            scenario=config.scenario, time_scale=scale, policy=policy_name,
+            **backend.describe())
         return JsonReply(body)
 
     async def openapi_json(request: Request) -> JSONResponse:
