@@ -12,7 +12,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from .act import ActService
-from .catalogue import load_catalogue
+from .catalogue import Catalogue, load_catalogue
 from .config import GatewayConfig
 from .errors import JsonReply
 from .keys import KeyLedger
@@ -28,6 +28,19 @@ LOCAL_NOTE = ('Local gateway introspection for tests and benchmarks; not part of
               'contract and never served by api.generalsequences.com.')
 
 
+def catalogue_for(config: GatewayConfig) -> Catalogue:
+    """Load the catalogue `config` serves, scaled (a plug-in may serve any action space)."""
+    return load_catalogue(config.catalogue, config.time_scale, config.latency_median_s,
+                          config.cold_start_s, any_space=bool(config.policy))
+
+
+def policy_factory(config: GatewayConfig) -> tuple[PolicyFactory, str]:
+    """Return the factory `config` names (`--policy`, else the reference policy) and its name."""
+    if config.policy:
+        return load_factory(config.policy), config.policy
+    return ReferencePolicy, 'reference'
+
+
 def create_app(config: GatewayConfig, backend: PolicyBackend | None = None) -> Starlette:
     """
     Build the gateway app for `config` (raises ValueError/ImportError on a bad set-up).
@@ -35,13 +48,10 @@ def create_app(config: GatewayConfig, backend: PolicyBackend | None = None) -> S
     Without `backend` the policies run in this process (`ThreadPoolBackend`, one per model).
     """
     scale = config.time_scale
-    # A plug-in policy may serve any action space; the reference policy plans joints only.
-    catalogue = load_catalogue(config.catalogue, scale, config.latency_median_s,
-                               config.cold_start_s, any_space=bool(config.policy))
+    catalogue = catalogue_for(config)
     if backend is None:
-        factory: PolicyFactory = load_factory(config.policy) if config.policy else ReferencePolicy
-        backend = ThreadPoolBackend({p.id: factory(p) for p in catalogue.profiles},
-                                    config.policy or 'reference')
+        factory, name = policy_factory(config)
+        backend = ThreadPoolBackend({p.id: factory(p) for p in catalogue.profiles}, name)
     policy_name = backend.name
     ledger = KeyLedger(config.keys)
     warmth = Warmth({p.id: p.cold_start_s for p in catalogue.profiles},
