@@ -14,8 +14,8 @@ SHARED ?= ../shared
 WHEELS := $(SHARED)/ros-wheels
 export SEQUENCE_AI_ROS_SHARED := $(abspath $(SHARED))
 PIP := -m pip install --quiet --disable-pip-version-check
-STAMP := $(VENV)/.stamp-$(shell cat requirements.txt requirements-dev.txt setup.py \
-	$(wildcard $(WHEELS)/kilted/names.txt) | sha1sum | cut -c1-12)
+STAMP := $(VENV)/.stamp-$(shell cat requirements.txt requirements-dev.txt requirements-kilted.txt \
+	setup.py $(wildcard $(WHEELS)/kilted/names.txt) | sha1sum | cut -c1-12)
 STAMP_JAZZY := $(VENV_JAZZY)/.stamp-$(shell cat requirements.txt requirements-dev.txt \
 	requirements-jazzy.txt setup.py $(wildcard $(WHEELS)/jazzy/names.txt) | sha1sum | cut -c1-12)
 PYTEST_ARGS ?=
@@ -58,8 +58,8 @@ define ros_venv
 	@rm -f $(1)/.stamp-* && touch $@
 endef
 
-$(STAMP): requirements.txt requirements-dev.txt setup.py
-	$(call ros_venv,$(VENV),requirements-dev.txt,kilted)
+$(STAMP): requirements.txt requirements-dev.txt requirements-kilted.txt setup.py
+	$(call ros_venv,$(VENV),requirements-kilted.txt,kilted)
 
 # pip takes one pin per package: the Jazzy set is requirements-dev.txt with Jazzy's ros-* pins.
 $(STAMP_JAZZY): requirements.txt requirements-dev.txt requirements-jazzy.txt setup.py \

@@ -34,6 +34,8 @@ setup(
         # Optional: the local gateway and the demo's picture; the node needs neither.
         'gateway': ['starlette', 'uvicorn', 'numpy', 'pillow', 'msgpack', 'websockets>=13'],
         'demo': ['matplotlib', 'starlette', 'uvicorn', 'numpy', 'pillow'],
+        # Optional: the gateway on Ray Serve (`gateway --ray`), replicas of the policy.
+        'ray': ['ray[serve]', 'starlette', 'uvicorn', 'numpy', 'pillow'],
         'test': ['pytest', 'ruff', 'mypy', 'vermin'],
     },
     zip_safe=False,

@@ -9,12 +9,10 @@ credit is held from the 402 check and given back if the call fails in any way.
 import asyncio
 import logging
 import time
-import traceback
 from typing import Any
 import uuid
 
 import numpy as np
-from sequence_ai_ros.contract.key_masking import redact
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -25,7 +23,7 @@ from .errors import ApiError, JsonReply
 from .fifo_gate import FifoGate
 from .keys import KeyLedger
 from .latency import LatencySampler
-from .policy_api import check_output, honours_prefix, Policy, PolicyError
+from .policy_backend import PolicyBackend
 from .prefix import PREFIX_OPTION, REPORT_KEY
 from .stats import MODEL_SCOPE_KEY
 from .validation import ActRequest, lookup_model, parse_json, validate_act
@@ -38,15 +36,13 @@ class ActService:
     """The /v1/act endpoint and the per-model state it needs."""
 
     def __init__(self, catalogue: Catalogue, ledger: KeyLedger, warmth: Warmth,
-                 latency: LatencySampler, policies: dict[str, Policy], policy_name: str,
-                 concurrency: int, max_body_bytes: int, seed: int,
-                 body_timeout_s: float = 30.0) -> None:
+                 latency: LatencySampler, backend: PolicyBackend, concurrency: int,
+                 max_body_bytes: int, seed: int, body_timeout_s: float = 30.0) -> None:
         self.catalogue = catalogue
         self.ledger = ledger
         self.warmth = warmth
         self.latency = latency
-        self.policies = policies
-        self.policy_name = policy_name
+        self.backend = backend
         self.gates = {p.id: FifoGate(concurrency) for p in catalogue.profiles}
         self.max_body_bytes = max_body_bytes
         self.body_timeout_s = body_timeout_s
@@ -99,7 +95,8 @@ class ActService:
             async with self.gates[profile.id]:
                 latency_s = self.latency.sample(profile)
                 infer_started = time.perf_counter()
-                rows, warnings = await run_in_threadpool(self._infer, profile, call, rng)
+                inference = await self.backend.infer(profile, call.observation(),
+                                                     self._options(call), rng)
                 compute_s = time.perf_counter() - infer_started
                 # The simulated latency is a floor: a slower plug-in is reported as it is.
                 if latency_s > compute_s:
@@ -107,36 +104,23 @@ class ActService:
         finally:
             self.warmth.end(profile.id)
         inference_ms = max(latency_s, compute_s) * 1000.0
-        reply = self._reply(profile, call, rows, call.warnings + warnings, inference_ms,
-                            inference_ms + decode_s * 1000.0)
+        reply = self._reply(profile, call, inference.rows, call.warnings + inference.warnings,
+                            inference_ms, inference_ms + decode_s * 1000.0)
         if call.prefix is not None:
             # The answer says which prefix it used, so a client can tell it was not ignored.
-            if honours_prefix(self.policies[profile.id]):
+            if inference.honours_prefix:
                 reply[REPORT_KEY] = call.prefix.report()
             else:
-                reply['warnings'].append(f'{PREFIX_OPTION}: policy {self.policy_name} does not '
+                reply['warnings'].append(f'{PREFIX_OPTION}: policy {self.backend.name} does not '
                                          'honour real-time-chunking prefixes; it was ignored')
         return JsonReply(reply)
 
-    def _infer(self, profile: ModelProfile, call: ActRequest,
-               rng: np.random.Generator) -> tuple[np.ndarray, list[str]]:
+    @staticmethod
+    def _options(call: ActRequest) -> dict[str, Any]:
         options = dict(call.options, action_horizon=call.horizon, seed=call.seed)
         if call.prefix is not None:
             options.update(call.prefix.options())
-        try:
-            result = self.policies[profile.id].act(call.observation(), options, rng)
-            return check_output(result, call.horizon, profile.action_dim, self.policy_name)
-        except PolicyError as error:
-            failure = ApiError(error.status, str(error))
-            LOG.error('%s', failure.detail)
-            raise failure from None
-        except Exception as error:
-            failure = ApiError(500, f'policy {self.policy_name} raised '
-                                    f'{type(error).__name__}: {error}')
-            # The plug-in's own message may quote its inputs: the traceback is redacted too.
-            LOG.error('%s\n%s', failure.detail,
-                      redact(''.join(traceback.format_exception(error)).rstrip()))
-            raise failure from None
+        return options
 
     @staticmethod
     def _reply(profile: ModelProfile, call: ActRequest, rows: np.ndarray, warnings: list[str],

@@ -12,12 +12,13 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from .act import ActService
-from .catalogue import load_catalogue
+from .catalogue import Catalogue, load_catalogue
 from .config import GatewayConfig
 from .errors import JsonReply
 from .keys import KeyLedger
 from .latency import LatencySampler
 from .policy_api import load_factory, PolicyFactory
+from .policy_backend import PolicyBackend, ThreadPoolBackend
 from .reference_policy import ReferencePolicy
 from .stats import Stats, StatsMiddleware
 from .warmth import Warmth
@@ -27,29 +28,44 @@ LOCAL_NOTE = ('Local gateway introspection for tests and benchmarks; not part of
               'contract and never served by api.generalsequences.com.')
 
 
-def create_app(config: GatewayConfig) -> Starlette:
-    """Build the gateway app for `config` (raises ValueError/ImportError on a bad set-up)."""
-    scale = config.time_scale
-    # A plug-in policy may serve any action space; the reference policy plans joints only.
-    catalogue = load_catalogue(config.catalogue, scale, config.latency_median_s,
+def serving_for(config: GatewayConfig) -> tuple[Catalogue, PolicyFactory, str]:
+    """
+    Return what `config` serves: the scaled catalogue, its policies' factory and their name.
+
+    `--openpi` serves one model from an openpi server, `--policy` a plug-in (any action
+    space), else the reference policies. The in-process app and every Ray replica ask here.
+    """
+    catalogue = load_catalogue(config.catalogue, config.time_scale, config.latency_median_s,
                                config.cold_start_s, any_space=bool(config.policy))
-    factory: PolicyFactory = ReferencePolicy
-    policy_name = 'reference'
-    if config.policy:
-        factory, policy_name = load_factory(config.policy), config.policy
     if config.openpi:
         from .openpi.policy import openpi_serving  # msgpack and websockets only for --openpi
 
         served = openpi_serving(config.openpi, config.openpi_model, catalogue)
-        catalogue, factory, policy_name = served.catalogue, served.factory, served.name
+        return served.catalogue, served.factory, served.name
+    if config.policy:
+        return catalogue, load_factory(config.policy), config.policy
+    return catalogue, ReferencePolicy, 'reference'
+
+
+def create_app(config: GatewayConfig, backend: PolicyBackend | None = None) -> Starlette:
+    """
+    Build the gateway app for `config` (raises ValueError/ImportError on a bad set-up).
+
+    Without `backend` the policies run in this process (`ThreadPoolBackend`, one per model).
+    """
+    scale = config.time_scale
+    catalogue, factory, name = serving_for(config)
+    if backend is None:
+        backend = ThreadPoolBackend({p.id: factory(p) for p in catalogue.profiles}, name)
+    policy_name = backend.name
     ledger = KeyLedger(config.keys)
     warmth = Warmth({p.id: p.cold_start_s for p in catalogue.profiles},
                     config.idle_cold_s * scale, config.start_warm)
     service = ActService(
         catalogue, ledger, warmth,
         LatencySampler(config.scenario, scale, config.step_after_s, config.seed),
-        {p.id: factory(p) for p in catalogue.profiles}, policy_name,
-        config.concurrency, config.max_body_bytes, config.seed, config.body_timeout_s)
+        backend, config.concurrency * backend.replicas, config.max_body_bytes, config.seed,
+        config.body_timeout_s)
     stats = Stats()
     openapi = json.loads(OPENAPI_FILE.read_text(encoding='utf-8'))
 
@@ -70,7 +86,8 @@ def create_app(config: GatewayConfig) -> Starlette:
             queue_depth=sum(q['queued'] for q in queues.values()),
             in_flight=sum(q['in_flight'] for q in queues.values()),
             auth='keys' if ledger.enabled else 'disabled',
-            scenario=config.scenario, time_scale=scale, policy=policy_name)
+            scenario=config.scenario, time_scale=scale, policy=policy_name,
+            **backend.describe())
         return JsonReply(body)
 
     async def openapi_json(request: Request) -> JSONResponse:

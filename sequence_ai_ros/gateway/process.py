@@ -43,7 +43,8 @@ class GatewayProcess:
     def __init__(self, args: Sequence[str] = (), *, keys: Mapping[str, int] | None = None,
                  env: Mapping[str, str] | None = None, host: str = '127.0.0.1',
                  port: int | None = None, certfile: str | None = None,
-                 keyfile: str | None = None, startup_timeout_s: float = 20.0) -> None:
+                 keyfile: str | None = None, startup_timeout_s: float = 20.0,
+                 stop_timeout_s: float = 5.0) -> None:
         self.args = list(args)
         self.keys = dict(keys) if keys else None
         self.extra_env = dict(env or {})
@@ -52,6 +53,8 @@ class GatewayProcess:
         self._pick_port = port is None  # until the first successful start
         self.certfile, self.keyfile = certfile, keyfile
         self.startup_timeout_s = startup_timeout_s
+        # `--ray` takes longer both ways: Ray starts, and stops its replicas, within it.
+        self.stop_timeout_s = stop_timeout_s
         self._proc: subprocess.Popen[bytes] | None = None
         self._log = tempfile.TemporaryFile()
 
@@ -110,10 +113,12 @@ class GatewayProcess:
                 raise RuntimeError(f'gateway exited with {self._proc.returncode} while starting:'
                                    f'\n{self.log()}')
             try:
-                # Stats carry the server's pid: proof that the answer is ours, not a squatter's.
+                # Stats carry the server's pid (on Ray, the launcher's): proof that the answer
+                # is ours, not a squatter's.
                 with httpx.Client(verify=False, timeout=1.0) as client:
                     answer = client.get(self.base_url + '/v1/_local/stats')
-                    if answer.status_code == 200 and answer.json().get('pid') == self._proc.pid:
+                    body = answer.json() if answer.status_code == 200 else {}
+                    if body.get('launcher_pid', body.get('pid')) == self._proc.pid:
                         return
             except (httpx.HTTPError, ValueError):
                 pass
@@ -123,8 +128,9 @@ class GatewayProcess:
                                    f'{self.startup_timeout_s} s:\n{self.log()}')
             time.sleep(0.05)
 
-    def stop(self, timeout_s: float = 5.0) -> int | None:
+    def stop(self, timeout_s: float | None = None) -> int | None:
         """Terminate the server (then kill it if it lingers); returns its exit code."""
+        timeout_s = self.stop_timeout_s if timeout_s is None else timeout_s
         proc = self._proc
         if proc is None:
             return None

@@ -9,6 +9,7 @@ control rate, so a test at S = 0.02 sees the same ratios 50 times faster.
 import argparse
 from collections.abc import Sequence
 import logging
+import os
 import sys
 
 from .app import create_app
@@ -66,6 +67,13 @@ def build_parser(prog: str = 'gateway') -> argparse.ArgumentParser:
     add('--keyfile', default=None, help='TLS private key (PEM)')
     add('--keep-alive-s', type=int, default=defaults.keep_alive_s, metavar='SECONDS',
         help='idle keep-alive connection timeout (default 75; robots hold one open)')
+    add('--ray', action='store_true', help='serve on Ray Serve: a local Ray on loopback, the '
+        'policy as replicas behind one ingress (pip install "sequence_ai_ros[ray]")')
+    add('--ray-address', default=None, metavar='ADDR',
+        help='serve on the existing Ray cluster at ADDR (implies --ray)')
+    add('--replicas', type=int, default=1, metavar='N', help='policy replicas on Ray (default 1)')
+    add('--max-replicas', type=int, default=0, metavar='M',
+        help='autoscale the policy replicas from N up to M by queue length (Ray only)')
     add('--log-level', default=defaults.log_level,
         choices=('critical', 'error', 'warning', 'info', 'debug'))
     return parser
@@ -95,9 +103,11 @@ def main(argv: Sequence[str] | None = None, prog: str = 'gateway') -> int:
                         format='%(asctime)s %(levelname)s %(name)s: %(message)s')
     try:
         config = config_from_args(args)
-        app = create_app(config)
+        app = None if args.ray or args.ray_address else create_app(config)
     except (ValueError, OSError, ImportError, AttributeError) as exc:
         parser.exit(2, f'{parser.prog}: error: {exc}\n')
+    if args.ray or args.ray_address:
+        return _serve_on_ray(parser, args, config)
     import uvicorn  # here, so that building the parser stays cheap for the umbrella CLI
 
     if not config.keys:
@@ -115,6 +125,20 @@ def main(argv: Sequence[str] | None = None, prog: str = 'gateway') -> int:
         access_log=False, proxy_headers=False, ssl_certfile=config.certfile,
         ssl_keyfile=config.keyfile)
     return 0
+
+
+def _serve_on_ray(parser: argparse.ArgumentParser, args: argparse.Namespace,
+                  config: GatewayConfig) -> int:
+    try:
+        from .ray_serve.application import Scaling
+        from .ray_serve.launch import serve_on_ray
+        scaling = Scaling(args.replicas, args.max_replicas, args.ray_address, os.getpid())
+    except ImportError as exc:
+        parser.exit(2, f'{parser.prog}: error: --ray needs ray[serve] '
+                    f'(pip install "sequence_ai_ros[ray]"): {exc}\n')
+    except ValueError as exc:
+        parser.exit(2, f'{parser.prog}: error: {exc}\n')
+    return serve_on_ray(config, scaling)
 
 
 if __name__ == '__main__':

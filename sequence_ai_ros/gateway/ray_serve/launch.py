@@ -1,0 +1,82 @@
+"""
+`gateway --ray`: start (or join) Ray, run the application, serve until SIGTERM or Ctrl-C.
+
+A local Ray is started with no dashboard and a small object store, and shut down on exit;
+Serve's HTTP proxy, the only port a client uses, listens on the gateway's `--host` (127.0.0.1 by
+default). Ray's own ports bind to the node's address, never loopback (Ray resolves 127.0.0.1 to
+it: ray-project/ray, master, python/ray/_private/services.py `resolve_ip_for_localhost`), and
+are guarded by Ray's token authentication. `--ray-address` joins an existing cluster and
+leaves it running, deleting only this application. Shutting down is bounded: a Serve that does
+not stop in time is left to `ray.shutdown`.
+"""
+
+import logging
+import os
+import signal
+import threading
+from typing import Any
+
+from sequence_ai_ros.gateway.config import GatewayConfig
+
+from .application import APP_NAME, build_application, Scaling
+
+LOG = logging.getLogger(__name__)
+SHUTDOWN_S = 15.0
+OBJECT_STORE_BYTES = 100 * 1024 * 1024  # observations are frames of a few kB; Ray's floor is 75 MB
+
+
+def start_ray(address: str | None) -> None:
+    """Join `address`, or start a local Ray reachable on loopback only."""
+    import ray
+
+    if address:
+        ray.init(address=address, log_to_driver=False)
+        return
+    # Workers inherit this process's environment, so a --policy module on PYTHONPATH loads.
+    ray.init(address='local', include_dashboard=False,
+             object_store_memory=OBJECT_STORE_BYTES, log_to_driver=False,
+             runtime_env={'env_vars': {'PYTHONPATH': os.environ.get('PYTHONPATH', '')}})
+
+
+def http_options(config: GatewayConfig) -> dict[str, Any]:
+    """Return the Serve proxy's options from the gateway's flags."""
+    options: dict[str, Any] = {'host': config.host, 'port': config.port,
+                               'keep_alive_timeout_s': config.keep_alive_s}
+    if config.certfile:
+        options.update(ssl_certfile=config.certfile, ssl_keyfile=config.keyfile)
+    return options
+
+
+def serve_on_ray(config: GatewayConfig, scaling: Scaling) -> int:
+    """Run the gateway on Ray Serve until a signal; returns the exit status."""
+    from ray import serve
+
+    start_ray(scaling.address)
+    # After ray.init, which installs handlers of its own that would end the process at once.
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        serve.start(http_options=http_options(config), proxy_location='HeadOnly')
+        serve.run(build_application(config, scaling), name=APP_NAME, route_prefix='/')
+        LOG.info('serving on Ray Serve at %s:%d: %d policy replica(s)%s', config.host,
+                 config.port, scaling.replicas,
+                 f', autoscaling to {scaling.max_replicas}' if scaling.max_replicas else '')
+        stop.wait()
+    finally:
+        shut_down(scaling.address)
+    return 0
+
+
+def shut_down(address: str | None) -> None:
+    """Delete this application; on a Ray started here, stop Serve and Ray too."""
+    import ray
+    from ray import serve
+
+    stopper = threading.Thread(target=serve.delete if address else serve.shutdown,
+                               args=(APP_NAME,) if address else (), daemon=True)
+    stopper.start()
+    stopper.join(SHUTDOWN_S)
+    if stopper.is_alive():
+        LOG.warning('Serve did not stop within %.0f s; shutting Ray down', SHUTDOWN_S)
+    ray.shutdown()
