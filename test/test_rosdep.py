@@ -23,8 +23,10 @@ KEY = re.compile(r'<((?:build_|exec_|test_|build_export_|buildtool_)?depend)[^>]
 SYSTEM_KEYS = {'httpx': 'python3-httpx', 'numpy': 'python3-numpy', 'PIL': 'python3-pil'}
 # What runs on the robot: the node, the client it uses, the sim arm and the launch files. The
 # gateway and the demo are optional extras (setup.py), not package.xml's.
-ROBOT_CODE = ('sequence_ai_ros/node', 'sequence_ai_ros/client', 'sequence_ai_ros/sim', 'launch')
-ROBOT_MODULES = ('__init__', 'arm_model', 'spin', 'service_calls')
+# What a robot runs: the node and the client with what they import, the sim and its world.
+ROBOT_CODE = tuple(f'sequence_ai_ros/{d}' for d in ('node', 'client', 'contract', 'runtime',
+                                                     'world', 'sim')) + ('launch',)
+ROBOT_MODULES = ('__init__',)
 
 
 def keys(path=PACKAGE_XML, kind=None):
@@ -78,7 +80,7 @@ def imported(paths):
 
 
 def robot_files():
-    files = [p for d in ROBOT_CODE for p in sorted((REPO / d).glob('*.py'))]
+    files = [p for d in ROBOT_CODE for p in sorted((REPO / d).rglob('*.py'))]
     return files + [REPO / 'sequence_ai_ros' / f'{name}.py' for name in ROBOT_MODULES]
 
 
