@@ -32,7 +32,7 @@ setup(
         # The policy node and the sim arm (rclpy and messages: ROS, or PyPI's ros-* wheels).
         'ros': ['numpy', 'pillow'],
         # Optional: the local gateway and the demo's picture; the node needs neither.
-        'gateway': ['starlette', 'uvicorn', 'numpy', 'pillow', 'msgpack', 'websockets>=13'],
+        'gateway': ['starlette', 'uvicorn', 'numpy', 'pillow', 'msgpack', 'websockets>=15'],
         'demo': ['matplotlib', 'starlette', 'uvicorn', 'numpy', 'pillow'],
         # Optional: the gateway on Ray Serve (`gateway --ray`), replicas of the policy.
         'ray': ['ray[serve]', 'starlette', 'uvicorn', 'numpy', 'pillow'],
