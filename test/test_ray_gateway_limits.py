@@ -68,7 +68,7 @@ class IngressView:
         return self.process.running() and Path(f'/proc/{self.pid}').exists()
 
     def log(self) -> str:
-        """Return the launcher's log (Ray's own logs stay in its session directory)."""
+        """Return what the launcher wrote; Ray's own logs stay in its session directory."""
         return self.process.log()
 
 
