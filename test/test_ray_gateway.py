@@ -10,15 +10,14 @@ stamp), so the kill test checks what each loop really played.
 """
 
 import os
-from pathlib import Path
 import signal
 import threading
 import time
 
-from fixtures_gateway import AUTH, REPO_ROOT, TEST_DIR, TEST_KEYS, TIME_SCALE
+from fixtures_gateway import AUTH, TEST_KEYS
 import httpx
 import pytest
-from sequence_ai_ros.gateway.process import GatewayProcess
+from ray_cluster import descendants, is_loopback, listening, policy_replicas, ray_gateway
 from test_gateway_auth import (  # noqa: F401 (collected here, against the Ray gateway)
     test_401_with_a_string_detail_and_no_key_echo,
     test_bearer_scheme_is_case_insensitive,
@@ -49,18 +48,14 @@ from test_gateway_validation import (  # noqa: F401
 pytest.importorskip('ray.serve', reason='the Ray gateway needs ray[serve] (requirements-dev.txt)')
 
 REPLICAS = 2
-POLICY_REPLICA = 'ray::ServeReplica:sequence-ai-gateway:policy'
 
 
 @pytest.fixture(scope='module')
 def gateway():
     """Serve the gateway on Ray: 2 policy replicas, warm, keyed as the session's gateway is."""
-    env = {'PYTHONPATH': os.pathsep.join([REPO_ROOT, TEST_DIR])}
-    process = GatewayProcess(
-        ['--ray', '--replicas', str(REPLICAS), '--time-scale', str(TIME_SCALE), '--start-warm',
-         '--seed', '7', '--idle-cold-s', '1000000', '--log-level', 'warning',
-         '--policy', 'bench._fleet_policy:make_fleet_policy'],
-        keys=TEST_KEYS, env=env, startup_timeout_s=150.0, stop_timeout_s=40.0).start()
+    process = ray_gateway(
+        ['--replicas', str(REPLICAS), '--start-warm', '--seed', '7', '--idle-cold-s', '1000000',
+         '--policy', 'bench._fleet_policy:make_fleet_policy'], keys=TEST_KEYS)
     yield process
     process.close()
 
@@ -72,35 +67,23 @@ def http(gateway):
         yield client
 
 
-def policy_replicas(root: int) -> list[int]:
-    """Return the pids of the policy replicas among `root`'s descendants (read from /proc)."""
-    children: dict[int, list[int]] = {}
-    for stat in Path('/proc').glob('[0-9]*/stat'):
-        try:
-            fields = stat.read_text().rsplit(')', 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        for child in children.get(pid, []):
-            todo.append(child)
-            try:
-                command = Path(f'/proc/{child}/cmdline').read_bytes()
-            except OSError:
-                continue
-            if command.startswith(POLICY_REPLICA.encode()):
-                found.append(child)
-    return found
-
-
 def test_stats_say_the_policy_runs_on_ray_replicas(gateway):
     stats = gateway.stats()
     assert (stats['backend'], stats['replicas'], stats['launcher_pid']) == (
         'ray', REPLICAS, gateway.pid)
     assert stats['pid'] != gateway.pid  # the ingress is a Ray actor of its own
     assert len(policy_replicas(gateway.pid)) == REPLICAS
+
+
+def test_rays_own_ports_listen_on_loopback_only(gateway):
+    # GCS, raylet, object manager, dashboard and runtime-env agents, workers, Serve's proxy:
+    # every TCP socket any process of this Ray listens on.
+    sockets = listening(descendants(gateway.pid))
+    names = {name.rsplit('/', 1)[-1] for _, _, name in sockets}
+    assert {'gcs_server', 'raylet'} <= names, sockets
+    assert ('127.0.0.1', gateway.port) in {(a, p) for a, p, _ in sockets}
+    outside = [s for s in sockets if not is_loopback(s[0])]
+    assert not outside, f'listening beyond loopback: {outside}'
 
 
 def _acts(gateway) -> dict[str, int]:

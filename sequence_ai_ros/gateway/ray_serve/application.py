@@ -13,6 +13,8 @@ taking at most `concurrency` calls (`max_ongoing_requests`) behind a bounded que
 """
 
 from dataclasses import dataclass
+import json
+import os
 from typing import Any
 
 from ray import serve
@@ -22,6 +24,7 @@ from sequence_ai_ros.gateway.config import GatewayConfig
 from starlette.types import ASGIApp
 
 from .backend import RayBackend
+from .loopback import keep_replica_server_on_node
 from .replica import PolicyReplica
 
 APP_NAME = 'sequence-ai-gateway'
@@ -29,6 +32,12 @@ INGRESS_NAME = 'gateway'
 POLICY_NAME = 'policy'
 # The ingress holds every open request (robots keep two in flight each): far above any fleet.
 INGRESS_MAX_ONGOING = 4096
+# Serve's own autoscaling knobs (ray-project/ray, master, python/ray/serve/config.py
+# AutoscalingConfig: upscale_delay_s, downscale_delay_s, metrics_interval_s,
+# look_back_period_s, ...) as a JSON object, over the defaults below; tests make them short.
+AUTOSCALING_ENV = 'SEQUENCE_AI_RAY_AUTOSCALING'
+# The bounds and the target come from the flags; the rest is Serve's to tune.
+FLAG_KNOBS = frozenset({'min_replicas', 'initial_replicas', 'max_replicas'})
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,7 @@ class GatewayIngress:
 
     def __init__(self, policy: DeploymentHandle, config: GatewayConfig,
                  scaling: Scaling) -> None:
+        keep_replica_server_on_node()
         self.policy, self.config, self.scaling = policy, config, scaling
 
     def __serve_build_asgi_app__(self) -> ASGIApp:
@@ -78,12 +88,30 @@ def policy_options(config: GatewayConfig, scaling: Scaling) -> dict[str, Any]:
     }
     if scaling.max_replicas > scaling.replicas:
         options['autoscaling_config'] = {
+            'target_ongoing_requests': max(1, config.concurrency // 2),
+            **autoscaling_overrides(os.environ.get(AUTOSCALING_ENV, '')),
             'min_replicas': scaling.replicas, 'initial_replicas': scaling.replicas,
-            'max_replicas': scaling.max_replicas,
-            'target_ongoing_requests': max(1, config.concurrency // 2)}
+            'max_replicas': scaling.max_replicas}
     else:
         options['num_replicas'] = scaling.replicas
     return options
+
+
+def autoscaling_overrides(text: str) -> dict[str, Any]:
+    """Parse the autoscaling knobs (a JSON object, or ''); ValueError naming what is wrong."""
+    if not text.strip():
+        return {}
+    try:
+        knobs = json.loads(text)
+    except ValueError as error:
+        raise ValueError(f'{AUTOSCALING_ENV} is not JSON: {error}') from None
+    if not isinstance(knobs, dict):
+        raise ValueError(f'{AUTOSCALING_ENV} must be a JSON object of autoscaling_config fields')
+    fixed = FLAG_KNOBS & set(knobs)
+    if fixed:
+        raise ValueError(f'{AUTOSCALING_ENV}: {sorted(fixed)} come from --replicas and '
+                         '--max-replicas')
+    return knobs
 
 
 def build_application(config: GatewayConfig, scaling: Scaling) -> serve.Application:

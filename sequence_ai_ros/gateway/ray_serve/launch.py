@@ -3,9 +3,9 @@
 
 A local Ray is started with no dashboard and a small object store, and shut down on exit;
 Serve's HTTP proxy, the only port a client uses, listens on the gateway's `--host` (127.0.0.1 by
-default). Ray's own ports bind to the node's address, never loopback (Ray resolves 127.0.0.1 to
-it: ray-project/ray, master, python/ray/_private/services.py `resolve_ip_for_localhost`), and
-are guarded by Ray's token authentication. `--ray-address` joins an existing cluster and
+default). A local Ray's own ports (GCS, raylet, object manager, agents, workers) listen on
+loopback only (see this package's `LOOPBACK_ENV`), and Ray's token authentication guards them
+too. `--ray-address` joins an existing cluster and
 leaves it running, deleting only this application. Shutting down is bounded: a Serve that does
 not stop in time is left to `ray.shutdown`.
 """
@@ -18,6 +18,7 @@ from typing import Any
 
 from sequence_ai_ros.gateway.config import GatewayConfig
 
+from . import LOOPBACK_ENV
 from .application import APP_NAME, build_application, Scaling
 
 LOG = logging.getLogger(__name__)
@@ -36,6 +37,11 @@ def start_ray(address: str | None) -> None:
     ray.init(address='local', include_dashboard=False,
              object_store_memory=OBJECT_STORE_BYTES, log_to_driver=False,
              runtime_env={'env_vars': {'PYTHONPATH': os.environ.get('PYTHONPATH', '')}})
+    node_ip = ray.util.get_node_ip_address()
+    if not node_ip.startswith('127.'):
+        # ray was imported before this package, or the variable was set otherwise.
+        LOG.warning('the local Ray listens on %s, not loopback (%s=%s)', node_ip, LOOPBACK_ENV,
+                    os.environ.get(LOOPBACK_ENV))
 
 
 def http_options(config: GatewayConfig) -> dict[str, Any]:

@@ -16,6 +16,8 @@ from sequence_ai_ros.gateway.config import GatewayConfig
 from sequence_ai_ros.gateway.errors import ApiError
 from sequence_ai_ros.gateway.policy_backend import call_policy, Inference
 
+from .loopback import keep_replica_server_on_node
+
 Failure = tuple[int, str]
 
 
@@ -23,6 +25,7 @@ class PolicyReplica:
     """One copy of the served policy, for every model in the catalogue."""
 
     def __init__(self, config: GatewayConfig) -> None:
+        keep_replica_server_on_node()
         catalogue, factory, self.name = serving_for(config)
         self.profiles = {p.id: p for p in catalogue.profiles}
         self.policies = {model: factory(p) for model, p in self.profiles.items()}
