@@ -24,8 +24,8 @@ SYSTEM_KEYS = {'httpx': 'python3-httpx', 'numpy': 'python3-numpy', 'PIL': 'pytho
 # What runs on the robot: the node, the client it uses, the sim arm and the launch files. The
 # gateway and the demo are optional extras (setup.py), not package.xml's.
 # What a robot runs: the node and the client with what they import, the sim and its world.
-ROBOT_CODE = tuple(f'sequence_ai_ros/{d}' for d in ('node', 'client', 'contract', 'runtime',
-                                                     'world', 'sim')) + ('launch',)
+ROBOT_PARTS = ('node', 'client', 'contract', 'runtime', 'world', 'sim')
+ROBOT_CODE = tuple(f'sequence_ai_ros/{part}' for part in ROBOT_PARTS) + ('launch',)
 ROBOT_MODULES = ('__init__',)
 
 

@@ -123,7 +123,10 @@ def main(argv: Sequence[str] | None = None, prog: str = 'gateway') -> int:
         # Our own lines carry no headers; uvicorn's access lines are off to keep it that way,
         # and forwarded headers are ignored so stats see the real peer of each connection.
         access_log=False, proxy_headers=False, ssl_certfile=config.certfile,
-        ssl_keyfile=config.keyfile)
+        ssl_keyfile=config.keyfile,
+        # uvicorn's 'auto' picks httptools and uvloop when installed (ray[serve] brings them);
+        # the gateway's framing answers (400 on a short Content-Length, 408, 413) are h11's.
+        http='h11', loop='asyncio')
     return 0
 
 
