@@ -7,7 +7,6 @@ as gateway:` then talk to `gateway.base_url` and read `gateway.stats()['connecti
 
 from collections.abc import Mapping, Sequence
 import os
-from pathlib import Path
 import socket
 import subprocess
 import sys
@@ -18,9 +17,8 @@ from typing import Any
 
 import httpx
 
+from ..harness.child_processes import child_env
 from .keys import KEYS_ENV
-
-_REPO_ROOT = str(Path(__file__).resolve().parents[2])
 
 
 def free_port(host: str = '127.0.0.1') -> int:
@@ -36,18 +34,21 @@ class GatewayProcess:
 
     `args` are extra `gateway` flags; `keys` (key -> credit) are passed in the environment,
     and without them the variable is removed, so auth is disabled unless `args` or `env` say
-    otherwise. `certfile`/`keyfile` serve HTTPS. Output goes to a temporary file (`.log()`),
+    otherwise. `import_paths` go first on the child's import path (a test's `--policy`
+    plug-in). `certfile`/`keyfile` serve HTTPS. Output goes to a temporary file (`.log()`),
     never to a pipe that could fill up and stall the server.
     """
 
     def __init__(self, args: Sequence[str] = (), *, keys: Mapping[str, int] | None = None,
-                 env: Mapping[str, str] | None = None, host: str = '127.0.0.1',
+                 env: Mapping[str, str] | None = None,
+                 import_paths: Sequence[str | os.PathLike[str]] = (), host: str = '127.0.0.1',
                  port: int | None = None, certfile: str | None = None,
                  keyfile: str | None = None, startup_timeout_s: float = 20.0,
                  stop_timeout_s: float = 5.0) -> None:
         self.args = list(args)
         self.keys = dict(keys) if keys else None
         self.extra_env = dict(env or {})
+        self.import_paths = list(import_paths)
         self.host = host
         self.port = port or free_port(host)
         self._pick_port = port is None  # until the first successful start
@@ -78,11 +79,10 @@ class GatewayProcess:
         return cmd
 
     def _environment(self) -> dict[str, str]:
-        env = dict(os.environ)
+        env = child_env(*self.import_paths)
         env.pop(KEYS_ENV, None)
         if self.keys:
             env[KEYS_ENV] = ','.join(f'{k}={v}' for k, v in self.keys.items())
-        env['PYTHONPATH'] = os.pathsep.join(filter(None, [_REPO_ROOT, env.get('PYTHONPATH')]))
         env.update(self.extra_env)
         return env
 
