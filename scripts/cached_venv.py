@@ -24,6 +24,13 @@ def pins(path: Path, keep: Callable[[str], bool]) -> list[str]:
     return [line for line in requirement_lines(path) if keep(distribution(line))]
 
 
+def with_default_tests(pytest_args: list[str], defaults: Iterable[str]) -> list[str]:
+    """Return `pytest_args`, with `defaults` added when they name no test file or folder."""
+    named = any(arg.split('::')[0].endswith('.py') or (REPO / arg).is_dir()
+                for arg in pytest_args if not arg.startswith('-'))
+    return pytest_args if named else [*pytest_args, *defaults]
+
+
 def stamp(inputs: Iterable[Path], extra: str = '') -> str:
     """Return a short hash of the files' contents (and `extra`)."""
     digest = hashlib.sha1(extra.encode())

@@ -92,10 +92,10 @@ def main(argv: list[str]) -> int:
     inputs = [REPO / 'requirements.txt', REPO / 'requirements-dev.txt', REPO / 'setup.py',
               Path(__file__), Path(cached_venv.__file__)]
     python = cached_venv.ensure(venv, args.python, inputs, requirements, after=build_overlay)
-    command = sourced(venv / 'ros' / 'setup.sh', python, '-m', 'pytest',
-                      *(pytest_args or DEFAULT_TESTS))
+    tests = cached_venv.with_default_tests(pytest_args, DEFAULT_TESTS)
+    command = sourced(venv / 'ros' / 'setup.sh', python, '-m', 'pytest', *tests)
     print('== ROS 2 from a sourced prefix (PYTHONPATH, LD_LIBRARY_PATH), none in the venv:',
-          ' '.join(pytest_args or DEFAULT_TESTS), flush=True)
+          ' '.join(tests), flush=True)
     return subprocess.run(command, env=clean_environment(), cwd=REPO).returncode
 
 

@@ -14,7 +14,8 @@ import tempfile
 from types import TracebackType
 from typing import IO
 
-from ..harness.child_processes import child_env
+from sequence_ai_ros.harness.child_processes import child_env
+
 from .state import FAULTS, ProxyStats
 
 _READY = re.compile(r'proxy http://(\S+) -> ')

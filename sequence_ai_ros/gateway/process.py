@@ -16,9 +16,15 @@ from types import TracebackType
 from typing import Any
 
 import httpx
+from sequence_ai_ros.harness.child_processes import child_env
 
-from ..harness.child_processes import child_env
-from .keys import KEYS_ENV
+# The gateway reads its keys from here; defined in this module, which imports no starlette, so
+# a client test process (Ubuntu 22.04's Python 3.10, no gateway requirements) can start one.
+KEYS_ENV = 'SEQUENCE_AI_ROS_GATEWAY_KEYS'
+
+# The interpreter that runs the gateway, when not this one: a client test on an interpreter
+# the gateway's own requirements do not install on (Ubuntu 22.04's Python 3.10).
+PYTHON_ENV = 'SEQUENCE_AI_ROS_GATEWAY_PYTHON'
 
 
 def free_port(host: str = '127.0.0.1') -> int:
@@ -72,7 +78,7 @@ class GatewayProcess:
 
     def command(self) -> list[str]:
         """Return the command line that starts the server."""
-        cmd = [sys.executable, '-m', 'sequence_ai_ros.gateway',
+        cmd = [os.environ.get(PYTHON_ENV) or sys.executable, '-m', 'sequence_ai_ros.gateway',
                '--host', self.host, '--port', str(self.port), *self.args]
         if self.certfile:
             cmd += ['--certfile', self.certfile, '--keyfile', str(self.keyfile)]
