@@ -85,11 +85,9 @@ def fleet_gateway(scale: float, workers: int, plugin: bool = True) -> GatewayPro
     """Make a warm gateway (not yet started), serving the stamping plug-in if asked."""
     args = ['--time-scale', f'{scale:g}', '--start-warm', '--seed', '0',
             '--log-level', 'warning', '--concurrency', str(workers)]
-    env = {}
     if plugin:
         args += ['--policy', 'bench._fleet_policy:make_fleet_policy']
-        env['PYTHONPATH'] = str(REPO)
-    return GatewayProcess(args, keys={KEY: 10 ** 9}, env=env)
+    return GatewayProcess(args, keys={KEY: 10 ** 9}, import_paths=[REPO])
 
 
 def run_in_processes(spec: ClientSpec, base_url: str, actions: int,

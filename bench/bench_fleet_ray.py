@@ -31,7 +31,7 @@ def gateway(replicas: int | None) -> GatewayProcess:
             'warning', '--policy', 'bench._fleet_policy:make_fleet_policy']
     if replicas:
         args += ['--ray', '--replicas', str(replicas)]
-    return GatewayProcess(args, keys={KEY: 10 ** 9}, env={'PYTHONPATH': str(REPO)},
+    return GatewayProcess(args, keys={KEY: 10 ** 9}, import_paths=[REPO],
                           startup_timeout_s=150.0, stop_timeout_s=40.0)
 
 

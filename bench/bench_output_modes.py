@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         gateway = GatewayProcess(['--time-scale', '1.0', '--start-warm', '--scenario', 'steady',
                                   '--catalogue', str(catalogue), '--seed', str(args.seed),
                                   '--policy', POLICY], keys={key: 10**6},
-                                 env={'PYTHONPATH': str(REPO)},
+                                 import_paths=[REPO],
                                  startup_timeout_s=30.0)
         domain = random_domain_id()
         ros = None

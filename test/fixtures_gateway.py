@@ -7,7 +7,6 @@ Every gateway here runs at a small --time-scale, so model seconds pass 50-100x f
 import base64
 import io
 import json
-import os
 from pathlib import Path
 import shutil
 import subprocess
@@ -193,9 +192,8 @@ def small_body_gateway():
 @pytest.fixture(scope='module')
 def plugin_gateway():
     """Run a gateway serving PluginPolicy instead of the reference policy."""
-    env = {'PYTHONPATH': os.pathsep.join([TEST_DIR, REPO_ROOT])}
     process = start_gateway(['--start-warm', '--policy', 'fixtures_gateway:make_plugin_policy'],
-                            env=env)
+                            import_paths=[TEST_DIR])
     yield process
     process.close()
 

@@ -19,7 +19,6 @@ of the input that carries it); no moving command may arrive after that deadline.
 
 import contextlib
 from dataclasses import dataclass, field
-import os
 from pathlib import Path
 import time
 
@@ -82,7 +81,7 @@ def session_gateway() -> GatewayProcess:
         ['--time-scale', str(NODE_SCALE), '--latency-median-s', '0.4', '--cold-start-s',
          str(COLD_START_MODEL_S), '--idle-cold-s', '1000000', '--policy',
          'instruction_policy:make_echo_policy', '--start-warm'],
-        keys={NODE_KEY: 10**6}, env={'PYTHONPATH': os.pathsep.join([TEST_DIR, REPO])})
+        keys={NODE_KEY: 10**6}, import_paths=[TEST_DIR])
 
 
 class RobotStalled(Exception):

@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 import socket
 
-from fixtures_gateway import REPO_ROOT, TEST_DIR, TIME_SCALE
+from fixtures_gateway import TEST_DIR, TIME_SCALE
 from sequence_ai_ros.gateway.process import GatewayProcess
 
 POLICY_REPLICA = 'ray::ServeReplica:sequence-ai-gateway:policy'
@@ -21,9 +21,8 @@ _LISTEN = '0A'  # TCP_LISTEN in /proc/net/tcp's st column
 def ray_gateway(args: list[str], *, time_scale: float = TIME_SCALE, env: dict | None = None,
                 **kwargs: object) -> GatewayProcess:
     """Return a started `gateway --ray` with `args`, the test and repository dirs importable."""
-    environment = {'PYTHONPATH': os.pathsep.join([REPO_ROOT, TEST_DIR]), **(env or {})}
     return GatewayProcess(['--ray', '--time-scale', str(time_scale), '--log-level', 'warning',
-                           *args], env=environment, startup_timeout_s=150.0,
+                           *args], env=env, import_paths=[TEST_DIR], startup_timeout_s=150.0,
                           stop_timeout_s=40.0, **kwargs).start()
 
 

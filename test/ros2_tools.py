@@ -21,6 +21,7 @@ import threading
 import time
 
 import pytest
+from sequence_ai_ros.harness.child_processes import child_env
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = 'sequence_ai_ros'
@@ -112,12 +113,10 @@ def overlay_env(install: Path, log_dir: Path, *prefixes: Path) -> dict[str, str]
     The venv's prefix is on AMENT_PREFIX_PATH as ../shared/ros-wheels/README.md says (the
     PyPI wheels do not put it there); `prefixes` come first (e.g. a stand-in package).
     """
-    env = dict(os.environ)
+    env = child_env(site_packages(install))
     bin_dir = str(Path(sys.executable).parent)
     env['PATH'] = os.pathsep.join([bin_dir, env.get('PATH', '')])
     env['AMENT_PREFIX_PATH'] = os.pathsep.join(str(p) for p in (*prefixes, install, sys.prefix))
-    env['PYTHONPATH'] = os.pathsep.join(
-        p for p in (str(site_packages(install)), env.get('PYTHONPATH', '')) if p)
     env['ROS_LOG_DIR'] = str(log_dir)
     env['PYTHONUNBUFFERED'] = '1'
     return env

@@ -33,6 +33,7 @@ from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from reliability import open_sockets, thread_count
 from sensor_msgs.msg import CompressedImage, Image, JointState
 from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.harness.child_processes import child_env
 from sequence_ai_ros.harness.service_calls import call_service, change_state
 from sequence_ai_ros.sim.render import SceneRenderer
 from sequence_ai_ros.world import arm_model
@@ -86,7 +87,7 @@ class PolicyNodeProcess:
         self.log_path = os.path.join(self._dir.name, 'node.log')
         self._log = open(self.log_path, 'wb')
         self._final_log = None
-        full_env = dict(os.environ, PYTHONPATH=REPO, PYTHONUNBUFFERED='1', **env)
+        full_env = child_env(PYTHONUNBUFFERED='1', **env)
         self.proc = subprocess.Popen(
             [sys.executable, '-m', 'sequence_ai_ros.node.main', '--ros-args', '-r',
              f'__ns:=/{namespace}', '--params-file', path],

@@ -1,6 +1,5 @@
 """The sim_arm as a real process, and a probe node that talks to it over DDS."""
 
-import os
 from pathlib import Path
 import signal
 import subprocess
@@ -15,6 +14,7 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage, Image, JointState
+from sequence_ai_ros.harness.child_processes import child_env
 from std_msgs.msg import Float64
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
@@ -35,7 +35,7 @@ class SimProcess:
         for param in params:
             args += ['-p', param]
         args += list(ros_args)
-        env = dict(os.environ, PYTHONUNBUFFERED='1', RCUTILS_LOGGING_BUFFERED_STREAM='0')
+        env = child_env(PYTHONUNBUFFERED='1', RCUTILS_LOGGING_BUFFERED_STREAM='0')
         self.proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=self.log,
                                      stderr=subprocess.STDOUT)
 

@@ -1,7 +1,6 @@
 """The `sequence-ai-ros` command against real gateway processes, run as a user runs it."""
 
 import io
-import os
 from pathlib import Path
 import re
 import subprocess
@@ -16,6 +15,7 @@ from sequence_ai_ros import cli
 from sequence_ai_ros.contract.key_masking import mask_key
 from sequence_ai_ros.doctor import Doctor, DoctorOptions, EXIT_CODES, PLAIN_JPEG, probe_observation
 from sequence_ai_ros.gateway.process import free_port, GatewayProcess
+from sequence_ai_ros.harness.child_processes import child_env
 
 REPO_ROOT = str(Path(__file__).resolve().parents[1])
 TEST_DIR = str(Path(__file__).resolve().parent)
@@ -30,9 +30,8 @@ SAMPLES = 3
 
 def run_cli(*args, key=None, xdg, env=None, check_secrets=True):
     """Run `python -m sequence_ai_ros.cli` in a clean environment; never leak a key."""
-    environment = {k: v for k, v in os.environ.items() if not k.startswith('SEQUENCES_')}
+    environment = {k: v for k, v in child_env().items() if not k.startswith('SEQUENCES_')}
     environment['XDG_CONFIG_HOME'] = str(xdg)
-    environment['PYTHONPATH'] = REPO_ROOT
     if key is not None:
         environment['SEQUENCES_API_KEY'] = key
     environment.update(env or {})
@@ -236,7 +235,7 @@ def test_request_too_large_is_refused_with_the_servers_message(xdg):
 def test_server_error_on_the_test_call(xdg):
     with GatewayProcess(['--time-scale', '0.02', '--start-warm',
                          '--policy', 'test_cli:make_broken_policy'], keys={GOOD: 10},
-                        env={'PYTHONPATH': os.pathsep.join([TEST_DIR, REPO_ROOT])}) as gateway:
+                        import_paths=[TEST_DIR]) as gateway:
         result = doctor(gateway, key=GOOD, xdg=xdg)
         assert key_stats(gateway, GOOD, 1) == {'acts': 0, 'credit_left': 10}
     assert result.returncode == 16
@@ -401,8 +400,7 @@ def test_version_and_usage_errors(xdg):
 
 def test_gateway_subcommand_serves_the_contract(xdg):
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k != 'SEQUENCE_AI_ROS_GATEWAY_KEYS'}
-    env['PYTHONPATH'] = REPO_ROOT
+    env = {k: v for k, v in child_env().items() if k != 'SEQUENCE_AI_ROS_GATEWAY_KEYS'}
     proc = subprocess.Popen([sys.executable, '-m', 'sequence_ai_ros.cli', 'gateway',
                              '--port', str(port), '--time-scale', '0.02', '--log-level', 'error'],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -425,8 +423,7 @@ def test_gateway_subcommand_serves_the_contract(xdg):
 
 
 def test_proxy_subcommand_relays_over_a_slow_link(warm, xdg):
-    env = {k: v for k, v in os.environ.items() if not k.startswith('SEQUENCES_')}
-    env['PYTHONPATH'] = REPO_ROOT
+    env = {k: v for k, v in child_env().items() if not k.startswith('SEQUENCES_')}
     proc = subprocess.Popen([sys.executable, '-m', 'sequence_ai_ros.cli', 'proxy', '--upstream',
                              f'127.0.0.1:{warm.port}', '--latency-ms', '50', '--jitter-ms', '5',
                              '--bandwidth-kbps', '8000'],
@@ -471,7 +468,7 @@ def test_importing_the_cli_loads_neither_ros_nor_the_gateway():
             'm.split(".")[0] in ("rclpy", "starlette", "uvicorn", "numpy", "PIL") '
             'or m.startswith(("sequence_ai_ros.gateway", "sequence_ai_ros.node"))))')
     result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True,
-                            env=dict(os.environ, PYTHONPATH=REPO_ROOT), check=True)
+                            env=child_env(), check=True)
     assert result.stdout.strip() == '[]'
     assert subprocess.run([sys.executable, '-c', 'import rclpy'],
                           capture_output=True).returncode == 0, 'rclpy missing: test is vacuous'

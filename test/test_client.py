@@ -433,9 +433,8 @@ def test_close_drains_a_request_in_flight_without_leaking_threads(gateway):
 
 def test_a_server_fault_is_the_base_error_with_status_and_message():
     plugin = 'fixtures_gateway:make_plugin_policy'  # instruction 'raise' makes it fail
-    env = {'PYTHONPATH': os.pathsep.join([TEST_DIR, os.path.dirname(TEST_DIR)])}
     with GatewayProcess(['--time-scale', '0.02', '--start-warm', '--policy', plugin],
-                        keys={KEY: 100}, env=env) as broken:
+                        keys={KEY: 100}, import_paths=[TEST_DIR]) as broken:
         with connect(broken) as policy:
             with pytest.raises(sai.SequencesError) as caught:
                 policy.predict(observation(instruction='raise'))

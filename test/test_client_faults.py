@@ -96,9 +96,8 @@ def test_a_gateway_restart_mid_run_is_ridden_through_holding_meanwhile(fault_mat
 
 def test_a_server_error_on_every_call_is_raised_after_the_retries_and_holds(fault_matrix):
     plugin = 'fixtures_gateway:make_plugin_policy'  # instruction 'raise' makes it fail
-    env = {'PYTHONPATH': os.pathsep.join([TEST_DIR, os.path.dirname(TEST_DIR)])}
     with GatewayProcess(['--time-scale', '0.02', '--start-warm', '--policy', plugin],
-                        keys={KEY: 100}, env=env) as broken:
+                        keys={KEY: 100}, import_paths=[TEST_DIR]) as broken:
         holds = []
         with connect(broken) as policy:
             started = time.monotonic()

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 from ros2_tools import colcon_install, PACKAGE, REPO, site_packages
+from sequence_ai_ros.harness.child_processes import child_env
 
 EXECUTABLES = ('sequence_ai_policy_node', 'sequence_ai_sim_arm', 'sequence_ai_gateway',
                'sequence-ai-ros')
@@ -58,7 +59,8 @@ def test_installed_python_package_has_its_data(install):
 
 
 def test_installed_executable_runs_from_the_install_tree(install, tmp_path):
-    env = dict(os.environ, PYTHONPATH=str(site_packages(install)))
+    # The install tree first: it, not the checkout also on the path, must provide the package.
+    env = child_env(site_packages(install))
     where = subprocess.run(
         [sys.executable, '-c', 'import sequence_ai_ros.gateway as g; print(g.__file__)'],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)

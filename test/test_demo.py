@@ -14,6 +14,7 @@ import pytest
 from sequence_ai_ros.demo import runner
 from sequence_ai_ros.demo.configs import config_dirs, config_file
 from sequence_ai_ros.gateway.catalogue import load_catalogue
+from sequence_ai_ros.harness.child_processes import child_env
 
 REPO = Path(__file__).resolve().parents[1]
 MODELS = [p.name for p in load_catalogue().profiles]
@@ -94,7 +95,7 @@ def test_demo_command_runs_end_to_end_and_draws_the_comparison(tmp_path):
         [sys.executable, '-m', 'sequence_ai_ros.demo.runner', '--time-scale', '0.15',
          '--actions', '60', '--cold-start-s', '40', '--out', str(png)],
         capture_output=True, text=True, timeout=120, cwd=tmp_path,
-        env=dict(os.environ, PYTHONPATH=str(REPO)))
+        env=child_env())
     assert result.returncode == 0, result.stdout + result.stderr
     assert time.monotonic() - started < 80
     text = result.stdout
@@ -135,7 +136,7 @@ def test_ctrl_c_stops_every_process(tmp_path):
         [sys.executable, '-m', 'sequence_ai_ros.demo.runner', '--warm', '--actions', '100000',
          '--out', str(tmp_path / 'demo.png')],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path,
-        env=dict(os.environ, PYTHONPATH=str(REPO)))
+        env=child_env())
     lines, found = [], {}
     for line in proc.stdout:
         lines.append(line)

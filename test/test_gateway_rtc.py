@@ -32,7 +32,6 @@ RUN_KEY = 'seq_rtc_run_key_for_tests_000001'
 # shortest chunk (lingbot-vla-v2-6b's 0.5 model s = 0.15 s here), so RTC joins can happen.
 RUN_SCALE = 0.3
 TEST_DIR = os.path.dirname(os.path.abspath(__file__))
-PLUGIN_ENV = {'PYTHONPATH': os.pathsep.join([TEST_DIR, os.path.dirname(TEST_DIR)])}
 
 
 def _detail(response: httpx.Response) -> str:
@@ -187,14 +186,14 @@ def test_soft_mask_weights_are_kinetix_exp_schedule():
 @pytest.fixture(scope='module')
 def echo_gateway():
     with GatewayProcess(['--time-scale', '0.02', '--start-warm', '--policy', 'rtc_plugins:echo'],
-                        env=PLUGIN_ENV) as process:
+                        import_paths=[TEST_DIR]) as process:
         yield process
 
 
 @pytest.fixture(scope='module')
 def ignoring_gateway():
     with GatewayProcess(['--time-scale', str(RUN_SCALE), '--start-warm', '--scenario', 'fast',
-                         '--policy', 'rtc_plugins:ignoring'], env=PLUGIN_ENV,
+                         '--policy', 'rtc_plugins:ignoring'], import_paths=[TEST_DIR],
                         keys={RUN_KEY: 100000}) as process:
         yield process
 

@@ -15,7 +15,6 @@ second run kills the gateway mid-run and starts it again on the same port: every
 reconnect by itself and leave no socket or thread behind.
 """
 
-import os
 from pathlib import Path
 import threading
 import time
@@ -82,7 +81,7 @@ def stamping_gateway(*flags: str) -> GatewayProcess:
     return GatewayProcess(
         ['--time-scale', str(TIME_SCALE), '--start-warm', '--log-level', 'warning',
          '--policy', 'test_load:make_stamping_policy', *flags],
-        keys={KEY: 10 ** 9}, env={'PYTHONPATH': os.pathsep.join([TEST_DIR, REPO_ROOT])})
+        keys={KEY: 10 ** 9}, import_paths=[TEST_DIR])
 
 
 # -- one loop ----------------------------------------------------------------------------------

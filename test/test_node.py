@@ -3,7 +3,6 @@
 import itertools
 import json
 import math
-import os
 from pathlib import Path
 import statistics
 import time
@@ -331,7 +330,7 @@ def test_a_model_the_node_cannot_command_fails_configure(tmp_path, launch):
     test_dir = str(Path(__file__).resolve().parent)
     with GatewayProcess(['--time-scale', '0.2', '--start-warm', '--catalogue', str(path),
                          '--policy', 'fixtures_gateway:make_plugin_policy'], keys={KEY: 100},
-                        env={'PYTHONPATH': os.pathsep.join([test_dir, REPO])}) as gw:
+                        import_paths=[test_dir]) as gw:
         robot, process = launch(gw, model='ee-pose-policy')
         assert not robot.configure()
         assert "'ee_absolute' cannot be commanded" in process.log()

@@ -23,7 +23,7 @@ import stat
 import traceback
 from urllib.parse import quote
 
-from fixtures_gateway import act_body, REPO_ROOT, start_gateway, TEST_DIR
+from fixtures_gateway import act_body, start_gateway, TEST_DIR
 import httpx
 import observations as obs_module
 import pytest
@@ -105,10 +105,9 @@ MASK = re.compile(r'^seq_…([^\s]{4}|#\d+)$')
 @pytest.fixture(scope='module')
 def secrets_gateway():
     """Run a keyed gateway at debug level serving fixtures_gateway.PluginPolicy (for 500s)."""
-    env = {'PYTHONPATH': os.pathsep.join([TEST_DIR, REPO_ROOT])}
     process = start_gateway(['--start-warm', '--log-level', 'debug', '--max-body-bytes',
                              '300000', '--policy', 'fixtures_gateway:make_plugin_policy'],
-                            keys=GATEWAY_KEYS, env=env)
+                            keys=GATEWAY_KEYS, import_paths=[TEST_DIR])
     yield process
     process.close()
 

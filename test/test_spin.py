@@ -6,7 +6,6 @@ else runs here on a private context.
 """
 
 import importlib.util
-import os
 from pathlib import Path
 import signal
 import subprocess
@@ -18,6 +17,7 @@ import time
 import pytest
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
+from sequence_ai_ros.harness.child_processes import child_env
 from sequence_ai_ros.runtime import spin
 from std_msgs.msg import String
 from std_srvs.srv import Trigger
@@ -271,7 +271,7 @@ CHILD = textwrap.dedent("""
 
 
 def run_child(kind, mode, send=None):
-    env = dict(os.environ, PYTHONPATH=str(REPO), PYTHONUNBUFFERED='1')
+    env = child_env(PYTHONUNBUFFERED='1')
     env[spin.EXECUTOR_ENV] = kind
     proc = subprocess.Popen([sys.executable, '-c', CHILD, mode], env=env, cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -7,8 +7,6 @@ emulates. The child's first line says where it listens (once it does), and its l
 printed as it exits on SIGTERM, what it relayed (see `summary_line`).
 """
 
-import os
-from pathlib import Path
 import re
 import subprocess
 import sys
@@ -16,9 +14,10 @@ import tempfile
 from types import TracebackType
 from typing import IO
 
+from sequence_ai_ros.harness.child_processes import child_env
+
 from .state import FAULTS, ProxyStats
 
-_REPO_ROOT = str(Path(__file__).resolve().parents[2])
 _READY = re.compile(r'proxy http://(\S+) -> ')
 _SUMMARY = re.compile(r'relayed (\d+) connections, (\d+) plain-HTTP requests, (\d+) B up, '
                       r'(\d+) B down; (\d+) deliveries, ([\d.]+) ms late on average')
@@ -84,8 +83,7 @@ class ProxyProcess:
         """Start the child and wait for its line saying it listens."""
         if self._proc is not None:
             return self
-        env = dict(os.environ)
-        env['PYTHONPATH'] = os.pathsep.join(filter(None, [_REPO_ROOT, env.get('PYTHONPATH')]))
+        env = child_env()
         self._stderr = tempfile.TemporaryFile()  # a file, not a pipe that could fill and stall
         self._proc = subprocess.Popen(self.command(), env=env, stdout=subprocess.PIPE,
                                       stderr=self._stderr, text=True)

@@ -15,8 +15,8 @@ import threading
 from sequence_ai_ros.contract.key_masking import KEY_PREFIX, mask_key
 
 from .errors import ApiError
+from .process import KEYS_ENV
 
-KEYS_ENV = 'SEQUENCE_AI_ROS_GATEWAY_KEYS'
 _BEARER_HINT = "send 'Authorization: Bearer seq_...'"
 
 

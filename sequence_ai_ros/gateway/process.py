@@ -7,7 +7,6 @@ as gateway:` then talk to `gateway.base_url` and read `gateway.stats()['connecti
 
 from collections.abc import Mapping, Sequence
 import os
-from pathlib import Path
 import socket
 import subprocess
 import sys
@@ -17,10 +16,15 @@ from types import TracebackType
 from typing import Any
 
 import httpx
+from sequence_ai_ros.harness.child_processes import child_env
 
-from .keys import KEYS_ENV
+# The gateway reads its keys from here; defined in this module, which imports no starlette, so
+# a client test process (Ubuntu 22.04's Python 3.10, no gateway requirements) can start one.
+KEYS_ENV = 'SEQUENCE_AI_ROS_GATEWAY_KEYS'
 
-_REPO_ROOT = str(Path(__file__).resolve().parents[2])
+# The interpreter that runs the gateway, when not this one: a client test on an interpreter
+# the gateway's own requirements do not install on (Ubuntu 22.04's Python 3.10).
+PYTHON_ENV = 'SEQUENCE_AI_ROS_GATEWAY_PYTHON'
 
 
 def free_port(host: str = '127.0.0.1') -> int:
@@ -36,18 +40,21 @@ class GatewayProcess:
 
     `args` are extra `gateway` flags; `keys` (key -> credit) are passed in the environment,
     and without them the variable is removed, so auth is disabled unless `args` or `env` say
-    otherwise. `certfile`/`keyfile` serve HTTPS. Output goes to a temporary file (`.log()`),
+    otherwise. `import_paths` go first on the child's import path (a test's `--policy`
+    plug-in). `certfile`/`keyfile` serve HTTPS. Output goes to a temporary file (`.log()`),
     never to a pipe that could fill up and stall the server.
     """
 
     def __init__(self, args: Sequence[str] = (), *, keys: Mapping[str, int] | None = None,
-                 env: Mapping[str, str] | None = None, host: str = '127.0.0.1',
+                 env: Mapping[str, str] | None = None,
+                 import_paths: Sequence[str | os.PathLike[str]] = (), host: str = '127.0.0.1',
                  port: int | None = None, certfile: str | None = None,
                  keyfile: str | None = None, startup_timeout_s: float = 20.0,
                  stop_timeout_s: float = 5.0) -> None:
         self.args = list(args)
         self.keys = dict(keys) if keys else None
         self.extra_env = dict(env or {})
+        self.import_paths = list(import_paths)
         self.host = host
         self.port = port or free_port(host)
         self._pick_port = port is None  # until the first successful start
@@ -71,18 +78,17 @@ class GatewayProcess:
 
     def command(self) -> list[str]:
         """Return the command line that starts the server."""
-        cmd = [sys.executable, '-m', 'sequence_ai_ros.gateway',
+        cmd = [os.environ.get(PYTHON_ENV) or sys.executable, '-m', 'sequence_ai_ros.gateway',
                '--host', self.host, '--port', str(self.port), *self.args]
         if self.certfile:
             cmd += ['--certfile', self.certfile, '--keyfile', str(self.keyfile)]
         return cmd
 
     def _environment(self) -> dict[str, str]:
-        env = dict(os.environ)
+        env = child_env(*self.import_paths)
         env.pop(KEYS_ENV, None)
         if self.keys:
             env[KEYS_ENV] = ','.join(f'{k}={v}' for k, v in self.keys.items())
-        env['PYTHONPATH'] = os.pathsep.join(filter(None, [_REPO_ROOT, env.get('PYTHONPATH')]))
         env.update(self.extra_env)
         return env
 

@@ -22,11 +22,25 @@ def localhost_discovery() -> dict[str, str]:
     return {'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'}
 
 
+def child_env(*extra_paths: str | os.PathLike[str], **env: str) -> dict[str, str]:
+    """
+    Return this process's environment for a child, with `env` set on top.
+
+    The child imports from `extra_paths`, then this package, then whatever PYTHONPATH this
+    process has: prepended, never replaced, as a sourced ROS install reaches rclpy through it.
+    """
+    if 'PYTHONPATH' in env:
+        raise ValueError('child_env takes import paths as positional arguments, not PYTHONPATH')
+    result = dict(os.environ)
+    paths = [*(os.fspath(p) for p in extra_paths), _PACKAGE_PARENT, result.get('PYTHONPATH')]
+    result['PYTHONPATH'] = os.pathsep.join(dict.fromkeys(p for p in paths if p))
+    result.update(env)
+    return result
+
+
 def ros_environment(domain_id: int, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """Return this process's environment on a private ROS domain, discovery on loopback only."""
-    env = dict(os.environ)
-    env.update(ROS_DOMAIN_ID=str(domain_id), PYTHONUNBUFFERED='1', **localhost_discovery())
-    env['PYTHONPATH'] = os.pathsep.join(filter(None, [_PACKAGE_PARENT, env.get('PYTHONPATH')]))
+    env = child_env(ROS_DOMAIN_ID=str(domain_id), PYTHONUNBUFFERED='1', **localhost_discovery())
     env.update(extra or {})
     return env
 

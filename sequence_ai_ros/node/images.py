@@ -151,7 +151,11 @@ def encode_raw_image(encoding: str, width: int, height: int, step: int, data: By
         image = Image.frombuffer(mode, (width, height), view,  # type: ignore[arg-type]
                                  'raw', rawmode, step, 1)
     else:
-        image = Image.frombytes(mode, (width, height), view, 'raw', rawmode, step, 1)
+        try:
+            image = Image.frombytes(mode, (width, height), view, 'raw', rawmode, step, 1)
+        except TypeError:  # Pillow 9.0 (Ubuntu 22.04's) decodes bytes, not a memoryview
+            image = Image.frombytes(mode, (width, height), view.tobytes(), 'raw', rawmode,
+                                    step, 1)
     jpeg = _encode_jpeg(letterbox_image(image, size), quality)
     return EncodedFrame(jpeg, size[0], size[1], width, height, True)
 

@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""
+Run the client's and the node's pure-Python tests on Ubuntu 22.04's Python 3.10 and packages.
+
+Usage: `python3 scripts/jammy_pins.py --gateway-python .venv/bin/python [--venv DIR]
+[--python python3.10] [PYTEST ARGS]`.
+
+A Humble robot runs Python 3.10 with numpy, Pillow and httpx from apt
+(requirements-jammy.txt pins those versions). This builds a venv of them (cached in DIR,
+`.venv/jammy` by default) with pytest and this package, no ROS, and runs the test files that
+import no rclpy. The gateway those tests talk to needs Python 3.11 (its own pins), so it runs
+on `--gateway-python` as a server process, as it would off the robot.
+
+If the interpreter is not there, it says so and exits 0 (skipped), naming what is missing.
+"""
+
+import argparse
+import os
+from pathlib import Path
+import shutil
+import subprocess
+import sys
+
+import cached_venv
+
+REPO = cached_venv.REPO
+# The test files that import no rclpy and no gateway module in the test process.
+# (Not the hypothesis-driven ones: the pinned hypothesis wants Python 3.11.)
+DEFAULT_TESTS = ('test/test_client.py', 'test/test_client_faults.py',
+                 'test/test_client_playback.py', 'test/test_engine.py', 'test/test_images.py',
+                 'test/test_stamped_actions.py')
+FROM_DEV = ('pytest', 'pytest-rerunfailures')
+# The package's imports, checked after the build: the client and the node's pure parts load.
+PROBE = ('import numpy, PIL, httpx, sys; '
+         'import sequence_ai_ros.client.engine, sequence_ai_ros.node.images; '
+         'print(sys.version.split()[0], numpy.__version__, PIL.__version__, httpx.__version__)')
+
+
+def main(argv: list[str]) -> int:
+    """Build (or reuse) the venv, then run pytest in it against a gateway on another Python."""
+    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    parser.add_argument('--venv', type=Path, default=REPO / '.venv' / 'jammy')
+    parser.add_argument('--python', default='python3.10')
+    parser.add_argument('--gateway-python', required=True,
+                        help='an interpreter with requirements.txt installed, for the gateway')
+    args, pytest_args = parser.parse_known_args(argv)
+    if shutil.which(args.python) is None:
+        print(f'SKIPPED: {args.python} is not on PATH; Ubuntu 22.04 has it as python3.10')
+        return 0
+    requirements = [*cached_venv.pins(REPO / 'requirements-jammy.txt', lambda name: True),
+                    *cached_venv.pins(REPO / 'requirements-dev.txt', FROM_DEV.__contains__)]
+    inputs = [REPO / 'requirements-jammy.txt', REPO / 'requirements-dev.txt',
+              REPO / 'setup.py', Path(__file__), Path(cached_venv.__file__)]
+
+    def finish(venv: Path) -> None:
+        cached_venv.run(venv / 'bin' / 'python', *cached_venv.PIP, '--no-deps', '-e', REPO)
+
+    venv = args.venv.resolve()
+    python = cached_venv.ensure(venv, args.python, inputs, requirements, after=finish)
+    env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'VIRTUAL_ENV')}
+    env['SEQUENCE_AI_ROS_GATEWAY_PYTHON'] = str(Path(args.gateway_python).absolute())
+    cached_venv.run(python, '-c', PROBE, env=env, cwd='/')
+    tests = cached_venv.with_default_tests(pytest_args, DEFAULT_TESTS)
+    print('== Python 3.10, Ubuntu 22.04 pins; the gateway on', args.gateway_python, flush=True)
+    return subprocess.run([python, '-m', 'pytest', *tests], env=env, cwd=REPO).returncode
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))
