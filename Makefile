@@ -28,10 +28,16 @@ JAZZY_TESTS ?= $(addprefix test/test_,$(addsuffix .py,config_files demo diagnost
 	node_faults node_gateway_faults node_guard node_inputs node_lifecycle_abuse \
 	openpi_ros operator_session params ros2_cli ros2_launch secrets sim_forward_command sim_gripper_action \
 	sim_jtc_node sim_node sim_trajectory soak spin))
+# ROS 2 reached only through a sourced setup script, as on a robot: children must keep it.
+SOURCED_TESTS ?= test/test_spin.py test/test_node_lifecycle_abuse.py
+# Ubuntu 22.04's Python 3.10 (a pyenv build where the machine has one, else the PATH's).
+PYTHON310 ?= $(firstword $(wildcard $(shell pyenv root 2>/dev/null)/versions/3.10*/bin/python3.10) \
+	python3.10)
 # The client core: what must stay httpx-only and type-clean.
 CLIENT_CORE := sequence_ai_ros/__init__.py sequence_ai_ros/client
 
-.PHONY: all venv venv-jazzy test test-kilted test-jazzy lint demo bench reliability clean
+.PHONY: all venv venv-jazzy test test-kilted test-jazzy test-sourced test-jammy lint demo bench \
+	reliability clean
 
 all: test
 
@@ -75,7 +81,7 @@ lint: venv
 	$(VENV)/bin/vermin --no-tips --violations --eval-annotations -t=3.10- sequence_ai_ros test bench scripts setup.py
 
 # pytest exits 5 when it collects nothing; that is not a failure of the code under test.
-test: lint test-kilted test-jazzy
+test: lint test-kilted test-jazzy test-sourced test-jammy
 
 test-kilted: venv
 	@echo '== ROS 2 Kilted (rclpy 9.1): $(TESTS)'
@@ -84,6 +90,17 @@ test-kilted: venv
 test-jazzy: venv-jazzy
 	@echo '== ROS 2 Jazzy (rclpy 7.1): the tests that use ROS'
 	$(PY_JAZZY) -m pytest $(JAZZY_TESTS) -q -raR $(PYTEST_ARGS) || { rc=$$?; [ $$rc -eq 5 ] && echo 'no tests collected' || exit $$rc; }
+
+# The node-spawning tests with ROS 2 only on PYTHONPATH/LD_LIBRARY_PATH (a sourced install).
+test-sourced:
+	$(PYTHON) scripts/sourced_ros.py --venv $(VENV)/sourced --python $(PYTHON) -q -raR \
+		$(PYTEST_ARGS) $(SOURCED_TESTS)
+
+# Ubuntu 22.04's Python 3.10 with its numpy, Pillow and httpx: the client and the node's pure
+# parts, against a gateway on the Kilted venv.
+test-jammy: venv
+	$(PYTHON) scripts/jammy_pins.py --venv $(VENV)/jammy --python $(PYTHON310) \
+		--gateway-python $(PY) -q -raR $(PYTEST_ARGS)
 
 demo: venv
 	$(PY) -m sequence_ai_ros.cli demo $(DEMO_ARGS)

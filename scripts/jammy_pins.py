@@ -44,8 +44,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument('--gateway-python', required=True,
                         help='an interpreter with requirements.txt installed, for the gateway')
     args, pytest_args = parser.parse_known_args(argv)
-    if shutil.which(args.python) is None:
-        print(f'SKIPPED: {args.python} is not on PATH; Ubuntu 22.04 has it as python3.10')
+    if not _runs(args.python):
+        print(f'SKIPPED: {args.python} is not an interpreter that runs here; Ubuntu 22.04 has '
+              'it as python3.10')
         return 0
     requirements = [*cached_venv.pins(REPO / 'requirements-jammy.txt', lambda name: True),
                     *cached_venv.pins(REPO / 'requirements-dev.txt', FROM_DEV.__contains__)]
@@ -63,6 +64,13 @@ def main(argv: list[str]) -> int:
     tests = cached_venv.with_default_tests(pytest_args, DEFAULT_TESTS)
     print('== Python 3.10, Ubuntu 22.04 pins; the gateway on', args.gateway_python, flush=True)
     return subprocess.run([python, '-m', 'pytest', *tests], env=env, cwd=REPO).returncode
+
+
+def _runs(python: str) -> bool:
+    # A version manager's shim is on PATH even where that version is not installed.
+    if shutil.which(python) is None:
+        return False
+    return subprocess.run([python, '-c', 'import sys'], capture_output=True).returncode == 0
 
 
 if __name__ == '__main__':

@@ -17,6 +17,9 @@ MAY_NOT_IMPORT = {
     'world': ('client', 'node', 'gateway', 'sim', 'demo', 'harness', 'runtime'),
     'node': ('gateway', 'sim', 'demo', 'harness'),
 }
+# The gateway's process wrapper starts a gateway for tests, benches and the demo: it builds the
+# child's environment with the harness's one rule, as every other spawn does.
+MAY_IMPORT_ANYWAY = {('gateway/process.py', 'harness')}
 
 
 def modules():
@@ -62,6 +65,8 @@ def test_the_layers_import_only_what_they_may():
     for path in modules():
         layer = path.relative_to(PACKAGE).parts[0]
         for target in _imported_subpackages(path) & set(MAY_NOT_IMPORT.get(layer, ())):
+            if (path.relative_to(PACKAGE).as_posix(), target) in MAY_IMPORT_ANYWAY:
+                continue
             broken.append(f'{path.relative_to(REPO)} imports sequence_ai_ros.{target}')
     assert not broken, broken
 

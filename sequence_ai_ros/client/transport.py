@@ -86,7 +86,12 @@ class Transport:
 
     def close(self) -> None:
         """Close the pooled connection. Idempotent."""
-        self._client.close()
+        try:
+            self._client.close()
+        except RuntimeError:
+            # httpcore < 0.15 (httpx 0.21, Ubuntu 22.04) closes its connections, then raises
+            # for a prefetch still in flight; that request fails on its own thread as it should.
+            pass
 
     def _exchange(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         # httpx's read timeout is per read: a server that drips a byte at a time would never
