@@ -41,7 +41,11 @@ TOLERANCE = 1e-9
 
 @dataclass(frozen=True)
 class Clamp:
-    """The first joint an update clamped: what it measured, was told and was given."""
+    """
+    The first joint an update clamped: what it measured, was told and was given.
+
+    `period` is the nominal update period (the real line's "desired period").
+    """
 
     joint: int
     kind: str
@@ -105,8 +109,7 @@ class JointLimiter:
             limited = np.clip(np.clip(wanted, previous - reach, previous + reach),
                               self.lower[idx], self.upper[idx])
             if clamp is None:
-                clamp = self._first_clamp(idx, 'position', actual, velocity, wanted, limited,
-                                          period)
+                clamp = self._first_clamp(idx, 'position', actual, velocity, wanted, limited)
             previous = limited
         self._previous[idx] = previous
         self._last_command[idx] = command
@@ -130,20 +133,19 @@ class JointLimiter:
             high = np.minimum(limits, (self.upper[idx] - position) / period)
             limited = np.clip(command, low, np.maximum(low, high))
             if clamp is None:
-                clamp = self._first_clamp(idx, 'velocity', actual, state, command, limited,
-                                          period)
+                clamp = self._first_clamp(idx, 'velocity', actual, state, command, limited)
             state = limited
         self._velocity[idx] = state
         self._previous[idx] = np.nan
         return position, clamp
 
     def _first_clamp(self, idx: np.ndarray, kind: str, actual: np.ndarray,
-                     velocity: np.ndarray, wanted: np.ndarray, limited: np.ndarray,
-                     period: float) -> Clamp | None:
+                     velocity: np.ndarray, wanted: np.ndarray, limited: np.ndarray
+                     ) -> Clamp | None:
         over = np.flatnonzero(np.abs(limited - wanted) > TOLERANCE)
         if over.size == 0:
             return None
         self.clamped_steps += 1
         j = int(over[0])
         return Clamp(int(idx[j]), kind, float(actual[j]), float(velocity[j]), float(wanted[j]),
-                     float(limited[j]), period)
+                     float(limited[j]), self.update_period)
