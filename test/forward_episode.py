@@ -54,7 +54,7 @@ class Episode:
 
 
 def start_gateway():
-    """A warm gateway at real time, 0.3 s median latency; the caller closes it."""
+    """Start a warm gateway at real time, 0.3 s median latency; the caller closes it."""
     return GatewayProcess(['--time-scale', '1.0', '--start-warm', '--latency-median-s', '0.3'],
                           keys={KEY: 10**6}, startup_timeout_s=30.0).start()
 
@@ -79,8 +79,6 @@ def run(tmp_path, domain, gateway, mode, distro, actions=45, **node_params):
     episode = Episode()
     recorder = _Recorder(ros, ns, params['controller_name'], episode)
     try:
-        sim.start()
-        node.start()
         _drive(recorder, episode, actions)
     finally:
         node.stop()

@@ -30,10 +30,16 @@ def limiter(period=0.001):
     return JointLimiter(np.array([-2.8973]), np.array([2.8973]), period)
 
 
+def held(core, value, actual, dt, arrivals=None):
+    """Run one physics step on a forward controller's held `value`."""
+    commands = core.schedule(ONE, np.array([value]), np.array([actual]), 0.0, dt,
+                             [] if arrivals is None else arrivals)
+    return core.positions(ONE, commands, np.array([actual]), np.array([0.0]), V)
+
+
 def test_a_forward_step_is_clamped_as_kilted_clamped_it():
     core = limiter()
-    position, clamp = core.positions(ONE, np.array([-0.003692]), True, np.array([0.0]),
-                                     np.array([0.0]), V, 0.001)
+    position, clamp = held(core, -0.003692, 0.0, 0.001)
     assert position.tolist() == pytest.approx([-0.002175])
     assert clamp.line(('panda_joint1',)) == (
         "Command of at least one joint is out of limits (throttled log). Joint: "
@@ -41,17 +47,27 @@ def test_a_forward_step_is_clamped_as_kilted_clamped_it():
         '[position: -0.003692], limited: [position: -0.002175]) with desired period : '
         '0.001000 sec.')
     # The next update goes on from the limited command, not from the arm.
-    position, clamp = core.positions(ONE, np.array([-0.003692]), True, np.array([0.0]),
-                                     np.array([0.0]), V, 0.001)
+    position, clamp = held(core, -0.003692, 0.0, 0.001)
     assert position.tolist() == pytest.approx([-0.003692]) and clamp is None
 
 
 def test_a_held_step_is_spread_over_the_updates_of_a_physics_step():
     core = limiter()
     # 20 mrad written at once, a 5 ms physics step = 5 updates of at most 2.175 mrad.
-    position, clamp = core.positions(ONE, np.array([0.02]), True, np.array([0.0]),
-                                     np.array([0.0]), V, 0.005)
+    position, clamp = held(core, 0.02, 0.0, 0.005)
     assert position.tolist() == pytest.approx([5 * 0.002175]) and clamp is not None
+
+
+def test_messages_arriving_within_a_physics_step_are_written_update_by_update():
+    core = limiter()
+    held(core, 0.0, 0.0, 0.005)
+    # A line at 1 kHz: 1 mrad a message, one message per update: nothing to clamp.
+    arrivals = [(0.001 * k - 0.0005, np.array([0.001 * k])) for k in range(1, 6)]
+    position, clamp = held(core, 0.005, 0.0, 0.005, arrivals)
+    assert clamp is None and position.tolist() == pytest.approx([0.005])
+    # The same 5 mrad as one message: clamped, 2 updates to get there.
+    position, clamp = held(core, 0.010, 0.005, 0.005, [(0.0005, np.array([0.010]))])
+    assert clamp is not None and position.tolist() == pytest.approx([0.010])
 
 
 def test_a_sampled_trajectory_within_the_limit_is_not_clamped():
@@ -59,8 +75,9 @@ def test_a_sampled_trajectory_within_the_limit_is_not_clamped():
     # A trajectory controller's 5 ms of motion at 2 rad/s: 1 mrad per 1 ms update... ramped.
     q = 0.0
     for k in range(1, 50):
-        position, clamp = core.positions(ONE, np.array([k * 0.01]), False, np.array([q]),
-                                         np.array([2.0]), V, 0.005)
+        commands = core.schedule(ONE, np.array([k * 0.01]), np.array([q]), 0.0, 0.005,
+                                 None)
+        position, clamp = core.positions(ONE, commands, np.array([q]), np.array([2.0]), V)
         assert clamp is None, k
         q = float(position[0])
     assert q == pytest.approx(0.49)

@@ -76,7 +76,7 @@ class HardwareLoop:
                 continue
             velocity = controller.command_interface == VELOCITY
             if self.limiter is not None and dt > 0.0:
-                desired[idx] = self._limited(controller, idx, command, velocity, dt)
+                desired[idx] = self._limited(controller, idx, command, velocity, now, dt)
             elif velocity:
                 desired[idx] = arm.position[idx] + command * dt
             else:
@@ -93,7 +93,7 @@ class HardwareLoop:
         self.arm.hold()
 
     def _limited(self, controller: SimController, idx: np.ndarray, command: np.ndarray,
-                 velocity: bool, dt: float) -> np.ndarray:
+                 velocity: bool, now: float, dt: float) -> np.ndarray:
         arm, limiter = self.arm, self.limiter
         assert limiter is not None
         speeds = arm.velocity_limits[idx]
@@ -101,10 +101,14 @@ class HardwareLoop:
         if velocity:
             position, clamp = limiter.velocities(idx, command, arm.position[idx], speeds, dt)
         else:
-            # A forward controller writes a message's value at once and holds it.
-            held = isinstance(controller, ForwardCommandController)
-            position, clamp = limiter.positions(idx, command, held, arm.position[idx],
-                                                arm.velocity[idx], speeds, dt)
+            # A forward controller writes each message in the update it arrives in and holds
+            # it; a trajectory controller samples its trajectory every update.
+            arrivals = controller.arrivals() \
+                if isinstance(controller, ForwardCommandController) else None
+            commands = limiter.schedule(idx, command, arm.position[idx], now - dt, dt,
+                                        arrivals)
+            position, clamp = limiter.positions(idx, commands, arm.position[idx],
+                                                arm.velocity[idx], speeds)
         if clamp is not None and self._on_clamp is not None:
             self._on_clamp(clamp.line(self.joint_names))
         return position

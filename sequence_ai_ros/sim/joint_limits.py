@@ -77,6 +77,7 @@ class JointLimiter:
         self._last_command = np.full(self.lower.shape, np.nan)  # the controller's, unlimited
         self._velocity = np.zeros(self.lower.shape)  # GenericSystem's velocity state
         self.clamped_steps = 0  # physics steps in which an update clamped a command
+        self._period = update_period
 
     def updates(self, dt: float) -> tuple[int, float]:
         """Return (updates in a physics step of `dt` s, the period of each): at least one."""
@@ -90,30 +91,49 @@ class JointLimiter:
         self._last_command[idx] = np.nan
         self._velocity[idx] = 0.0
 
-    def positions(self, idx: np.ndarray, command: np.ndarray, held: bool, actual: np.ndarray,
-                  velocity: np.ndarray, limits: np.ndarray, dt: float
-                  ) -> tuple[np.ndarray, Clamp | None]:
+    def positions(self, idx: np.ndarray, commands: list[np.ndarray], actual: np.ndarray,
+                  velocity: np.ndarray, limits: np.ndarray) -> tuple[np.ndarray, Clamp | None]:
         """
-        Run the updates of one physics step on a position command; return (position, clamp).
+        Run the updates of one physics step on position commands; return (position, clamp).
 
-        `held`: the command was written once and held (a forward controller); else it is
-        ramped from the controller's last one. `limits` are the joints' speed limits.
+        `commands` holds what the controller wrote in each update (see :meth:`schedule`);
+        `limits` are the joints' speed limits.
         """
-        count, period = self.updates(dt)
+        period = self._period
         reach = limits * period
         previous = np.where(np.isnan(self._previous[idx]), actual, self._previous[idx])
-        start = np.where(np.isnan(self._last_command[idx]), previous, self._last_command[idx])
         clamp = None
-        for k in range(1, count + 1):
-            wanted = command if held else start + (command - start) * (k / count)
+        for wanted in commands:
             limited = np.clip(np.clip(wanted, previous - reach, previous + reach),
                               self.lower[idx], self.upper[idx])
             if clamp is None:
                 clamp = self._first_clamp(idx, 'position', actual, velocity, wanted, limited)
             previous = limited
         self._previous[idx] = previous
-        self._last_command[idx] = command
+        self._last_command[idx] = commands[-1]
         return previous, clamp
+
+    def schedule(self, idx: np.ndarray, command: np.ndarray, actual: np.ndarray, began: float,
+                 dt: float, arrivals: list[tuple[float, np.ndarray]] | None
+                 ) -> list[np.ndarray]:
+        """
+        Return what a controller wrote in each update of the physics step from `began`.
+
+        `arrivals` (a forward controller: each message at its time, then held) or None (a
+        trajectory controller: ramped from its last command, or `actual`, to `command`).
+        """
+        count, self._period = self.updates(dt)
+        last = self._last_command[idx]
+        if arrivals is None:
+            start = np.where(np.isnan(last), actual, last)
+            return [start + (command - start) * (k / count) for k in range(1, count + 1)]
+        written = np.where(np.isnan(last), command, last)
+        out, pending = [], list(arrivals)
+        for k in range(1, count + 1):
+            while pending and pending[0][0] <= began + k * self._period:
+                written = pending.pop(0)[1]
+            out.append(written)
+        return out if not pending else out[:-1] + [command]
 
     def velocities(self, idx: np.ndarray, command: np.ndarray, actual: np.ndarray,
                    limits: np.ndarray, dt: float) -> tuple[np.ndarray, Clamp | None]:
