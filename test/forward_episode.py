@@ -158,10 +158,11 @@ class _Recorder:
             self.episode.controller_errors.append(msg.msg)
 
 
-def largest_step_per_update(episode, update_period=0.001):
-    """Return max over commands and joints of |step| / (v_max x update period): > 1 clamps."""
+def steps_past_the_limit(episode, update_period=0.001):
+    """Return the share of messages that step further than one update at the speed limit."""
     values = [np.array(c[1][:ARM]) for c in episode.commands]
     if len(values) < 2:
         return 0.0
     steps = np.abs(np.diff(np.array(values), axis=0))
-    return float(np.max(steps / (arm_model.VELOCITY_LIMITS * update_period)))
+    over = (steps > arm_model.VELOCITY_LIMITS * update_period).any(axis=1)
+    return float(np.mean(over))
