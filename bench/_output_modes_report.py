@@ -68,7 +68,8 @@ def analyse(results: Sequence[RunResult]) -> list[Measures]:
         stopped = (result.clean_end, result.end)
         row = Measures(result.mode, result.hz)
         # forward_position's lines: each value is where the arm should be at once.
-        lead = 0.0 if result.mode == 'forward_position' else None
+        lead = 0.0 if result.mode.startswith('forward_position') and \
+            result.mode != 'forward_position_steps' else None
         row.tracking_clean = tracking(goals, period, t, q, clean, lead)
         row.tracking_stopped = tracking(goals, period, t, q, stopped, lead)
         row.jerk_clean, row.jerk_stopped = jerk_rms(t, q, clean), jerk_rms(t, q, stopped)
@@ -116,7 +117,8 @@ def _groups(rows: Sequence[Measures]) -> dict[tuple[float, str], list[Measures]]
 
 def _mode_rank(mode: str) -> int:
     order = ('trajectory_stream', 'trajectory_plan', 'forward_position',
-             'forward_position_steps', 'forward_velocity')
+             'forward_position_250hz', 'forward_position_1000hz', 'forward_position_steps',
+             'forward_velocity')
     return order.index(mode) if mode in order else len(order)
 
 

@@ -39,7 +39,7 @@ from sequence_ai_ros.harness.child_processes import random_domain_id
 from sequence_ai_ros.harness.proc_stats import busy_share, machine_jiffies
 
 from ._output_modes_report import analyse, report, SECTION
-from ._output_modes_run import run_once, RunResult, Setup
+from ._output_modes_run import run_once, RunResult, Setup, VARIANTS
 from ._record import command_line, lower_priority, machine, provenance, write_results_section
 
 HERE = Path(__file__).resolve().parent
@@ -76,7 +76,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add('--quick', action='store_true', help='one repeat, shorter phases (2-3 minutes)')
     add('--repeats', type=int, default=None, help=f'runs per mode and rate (default '
         f'{FULL["repeats"]}; --quick {QUICK["repeats"]})')
-    add('--modes', nargs='+', choices=MODES, default=list(MODES))
+    add('--modes', nargs='+', choices=MODES + tuple(VARIANTS), default=list(MODES),
+        help='forward_position_250hz and _1000hz: the lines at another forward_output_rate_hz')
     add('--rates', nargs='+', type=float, default=[15.0, 50.0])
     add('--seed', type=int, default=1, help="the gateway's and the stops' seed")
     add('--results', type=Path, default=RESULTS)

@@ -53,20 +53,21 @@ class Episode:
         return np.array([s[0] for s in states]), np.array([s[1] for s in states])
 
 
-def start_gateway():
-    """Start a warm gateway at real time, 0.3 s median latency; the caller closes it."""
-    return GatewayProcess(['--time-scale', '1.0', '--start-warm', '--latency-median-s', '0.3'],
+def start_gateway(*args, time_scale=1.0):
+    """Start a warm gateway (real time, 0.3 s median latency unless told); the caller closes it."""
+    args = args or ('--latency-median-s', '0.3')
+    return GatewayProcess(['--time-scale', repr(time_scale), '--start-warm', *args],
                           keys={KEY: 10**6}, startup_timeout_s=30.0).start()
 
 
-def run(tmp_path, domain, gateway, mode, distro, actions=45, **node_params):
+def run(tmp_path, domain, gateway, mode, distro, actions=45, time_scale=1.0, **node_params):
     """Run one episode of `actions` in `mode` against `distro`'s controllers; return it."""
     ns = f'/fw_{mode}_{distro}_{int(time.monotonic() * 1e3) % 100000}'
     sim_args, params = controller_setup(mode, 'trajectory', distro)
     env = ros_environment(domain, {'PYTHONPATH': str(REPO)})
     sim = ChildProcess('sim_arm', 'sequence_ai_ros.sim.node', [
         '--ros-args', '-r', f'__ns:={ns}', '-p', f'joint_state_rate_hz:={JOINT_STATE_HZ!r}',
-        '-p', 'target_xy:=[0.55, -0.2]', *sim_args,
+        '-p', 'target_xy:=[0.55, -0.2]', '-p', f'time_scale:={time_scale!r}', *sim_args,
         '--params-file', str(find_config('ros2_control/panda_controllers.yaml'))],
         env, tmp_path / 'sim.log')
     params.update(model='pi05-droid', base_url=gateway.base_url, max_actions=actions,
@@ -106,7 +107,7 @@ def _drive(recorder, episode, actions):
     for transition in (Transition.TRANSITION_CONFIGURE, Transition.TRANSITION_ACTIVATE):
         assert change_state(recorder.change, recorder.get, transition, 30.0), \
             'the policy node did not configure and activate'
-    deadline = time.monotonic() + 30.0 + actions / 15.0 * 3
+    deadline = time.monotonic() + 30.0 + actions / 15.0 * 3  # at most real time
     while episode.outcome is None:
         assert time.monotonic() < deadline, 'the episode did not end'
         time.sleep(0.05)
