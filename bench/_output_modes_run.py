@@ -41,7 +41,8 @@ CONTROLLERS_FILE = 'ros2_control/panda_controllers.yaml'
 DISTRO = 'kilted'  # its controller_manager clamps commands to the joints' limits, as the real one
 # forward_position's variants: the node's lines (the default) and each step at once.
 VARIANTS = {'forward_position_steps': ('forward_position', {'forward_output_rate_hz': 0.0}),
-            **{f'forward_position_{hz}hz': ('forward_position', {'forward_output_rate_hz': float(hz)})
+            **{f'forward_position_{hz}hz': ('forward_position',
+                                            {'forward_output_rate_hz': float(hz)})
                for hz in (250, 1000)}}
 STEP_TIMEOUT_S = 30.0
 LOOP_S = 0.01
