@@ -115,6 +115,7 @@ def _drive(recorder, episode, actions):
 
 
 class _Recorder:
+
     def __init__(self, ros, ns, controller, episode):
         from lifecycle_msgs.srv import ChangeState, GetState
         self.ros, self.ns, self.episode = ros, ns, episode

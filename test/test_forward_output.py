@@ -6,6 +6,7 @@ from sequence_ai_ros.node.forward_output import ForwardPositionOutput, Segment
 
 
 class Clock:
+
     def __init__(self):
         self.now = 0.0
 
@@ -14,6 +15,7 @@ class Clock:
 
 
 class Timer:
+
     def __init__(self, callback):
         self.callback, self.running = callback, True
 
@@ -25,6 +27,7 @@ class Timer:
 
 
 class Node:
+
     def __init__(self):
         self.timer = None
 
@@ -37,6 +40,7 @@ class Node:
 
 
 class Publisher:
+
     def __init__(self):
         self.sent = []
 

@@ -42,7 +42,7 @@ def test_a_forward_step_is_clamped_as_kilted_clamped_it():
     position, clamp = held(core, -0.003692, 0.0, 0.001)
     assert position.tolist() == pytest.approx([-0.002175])
     assert clamp.line(('panda_joint1',)) == (
-        "Command of at least one joint is out of limits (throttled log). Joint: "
+        'Command of at least one joint is out of limits (throttled log). Joint: '
         "'panda_joint1', (actual: [position: 0.000000, velocity: 0.000000], command: "
         '[position: -0.003692], limited: [position: -0.002175]) with desired period : '
         '0.001000 sec.')
