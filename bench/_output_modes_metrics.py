@@ -33,6 +33,7 @@ import numpy as np
 from ._output_modes_record import Sent, Series
 
 GRID_S = 0.005
+P99_GRID_S = 0.01  # the grid the real controllers' p99 jerk was measured on
 SG_WINDOW = 11
 SG_ORDER = 3
 STALL_SHARE = 0.25
@@ -88,11 +89,18 @@ def targets(series: Series, mode: str, period: float, t: np.ndarray, q: np.ndarr
 
 
 def tracking(goals: Sequence[tuple[float, np.ndarray]], period: float, t: np.ndarray,
-             q: np.ndarray, window: tuple[float, float]) -> tuple[float, float]:
-    """Return RMS and max distance (rad) between the measured and the commanded path."""
+             q: np.ndarray, window: tuple[float, float], lead: float | None = None
+             ) -> tuple[float, float]:
+    """
+    Return RMS and max distance (rad) between the measured and the commanded path.
+
+    Each goal is due `lead` s after it was sent (default one period; forward_position's lines
+    are due at once).
+    """
     if len(goals) < 2:
         return math.nan, math.nan
-    due = np.array([sent + period for sent, _ in goals])
+    lead = period if lead is None else lead
+    due = np.array([sent + lead for sent, _ in goals])
     path = np.array([goal for _, goal in goals])
     grid = _grid(t, window)
     k = np.searchsorted(due, grid, side='right') - 1
@@ -133,6 +141,16 @@ def jerk_rms(t: np.ndarray, q: np.ndarray, window: tuple[float, float]) -> float
     jerks = np.array([np.convolve(np.interp(grid, t, q[:, j]), weights, mode='valid')
                       for j in range(q.shape[1])])
     return float(np.sqrt(np.mean(np.sum(jerks ** 2, axis=0))))
+
+
+def jerk_p99(t: np.ndarray, q: np.ndarray, window: tuple[float, float]) -> float:
+    """Return the 99th percentile joint-space jerk (rad/s^3): third differences, 10 ms grid."""
+    grid = np.arange(max(window[0], t[0]), min(window[1], t[-1]), P99_GRID_S)
+    if grid.size < 8:
+        return math.nan
+    points = np.stack([np.interp(grid, t, q[:, j]) for j in range(q.shape[1])], axis=1)
+    jerks = np.linalg.norm(np.diff(points, n=3, axis=0), axis=1) / P99_GRID_S ** 3
+    return float(np.percentile(jerks, 99))
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 The output-modes bench's ROS side: what the arm did and what the node sent, on one clock.
 
 The demo's Recorder drives the policy node's lifecycle and collects its outcome, chunks and
-the controllers' ERROR lines; this adds the two series the bench measures, both on the
+the controllers' ERROR lines; this adds the controller_manager's ERROR lines (a command
+clamped to the joints' limits), the two series the bench measures, both on the
 system clock that the simulated arm writes into `header.stamp` (it runs without sim time):
 every joint_states sample at its stamp (the physics step it reports), and every command on
 the output mode's own topic at its receipt (`time.time()`, a DDS hop after the node's tick).
@@ -14,8 +15,8 @@ import threading
 import time
 from typing import Any
 
+from rcl_interfaces.msg import Log, ParameterType, ParameterValue
 from rcl_interfaces.msg import Parameter as ParameterMsg
-from rcl_interfaces.msg import ParameterType, ParameterValue
 from rcl_interfaces.srv import SetParameters
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -73,6 +74,7 @@ class ModeRecorder(Recorder):
     def __init__(self, ros: RosSide, namespace: str, output_mode: str) -> None:
         super().__init__(ros, namespace)
         self.series = Series()
+        self.limit_clamps: list[str] = []  # the controller_manager's ERROR lines
         self._index: tuple[tuple[str, ...], list[int]] = ((), [])
         node, ns = self.node, self.ns
         controller = ARM_CONTROLLERS[output_mode]
@@ -118,6 +120,12 @@ class ModeRecorder(Recorder):
         with self.series.lock:
             self.series.states.append((stamp, tuple(msg.position[i] for i in index),
                                        velocities))
+
+    def _on_log(self, msg: Log) -> None:
+        super()._on_log(msg)
+        manager = f'{self.ns.strip("/").replace("/", ".")}.controller_manager'
+        if msg.level >= Log.ERROR and msg.name == manager:
+            self.limit_clamps.append(msg.msg)
 
     def _on_trajectory(self, msg: JointTrajectory) -> None:
         now = time.time()

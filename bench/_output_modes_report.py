@@ -9,7 +9,9 @@ from typing import Any
 from ._output_modes_metrics import (
     BACK_S,
     GRID_S,
+    jerk_p99,
     jerk_rms,
+    P99_GRID_S,
     path_length,
     PRE_S,
     SG_ORDER,
@@ -44,10 +46,12 @@ class Measures:
     tracking_stopped: tuple[float, float] = (math.nan, math.nan)
     jerk_clean: float = math.nan
     jerk_stopped: float = math.nan
+    jerk_p99_clean: float = math.nan
     stalls: list[StallMeasure] = field(default_factory=list)
     skipped_stops: int = 0
     underruns: int = 0
     rejected: int = 0
+    limit_clamps: int = 0
     commands: int = 0
 
 
@@ -63,9 +67,13 @@ def analyse(results: Sequence[RunResult]) -> list[Measures]:
         clean = (result.clean_start, result.clean_end)
         stopped = (result.clean_end, result.end)
         row = Measures(result.mode, result.hz)
-        row.tracking_clean = tracking(goals, period, t, q, clean)
-        row.tracking_stopped = tracking(goals, period, t, q, stopped)
+        # forward_position's lines: each value is where the arm should be at once.
+        lead = 0.0 if result.mode.startswith('forward_position') and \
+            result.mode != 'forward_position_steps' else None
+        row.tracking_clean = tracking(goals, period, t, q, clean, lead)
+        row.tracking_stopped = tracking(goals, period, t, q, stopped, lead)
         row.jerk_clean, row.jerk_stopped = jerk_rms(t, q, clean), jerk_rms(t, q, stopped)
+        row.jerk_p99_clean = jerk_p99(t, q, clean)
         row.speed_clean = path_length(t, q, *clean) / (clean[1] - clean[0])
         row.speed_stopped = path_length(t, q, *stopped) / (stopped[1] - stopped[0])
         for pulse in result.pulses:
@@ -76,6 +84,7 @@ def analyse(results: Sequence[RunResult]) -> list[Measures]:
                 row.stalls.append(measure)
         row.underruns = int(result.outcome.get('underruns', 0) or 0)
         row.rejected = result.controller_errors
+        row.limit_clamps = result.limit_clamps
         row.commands = len(result.series.sent)
         rows.append(row)
     return rows
@@ -107,7 +116,9 @@ def _groups(rows: Sequence[Measures]) -> dict[tuple[float, str], list[Measures]]
 
 
 def _mode_rank(mode: str) -> int:
-    order = ('trajectory_stream', 'trajectory_plan', 'forward_position', 'forward_velocity')
+    order = ('trajectory_stream', 'trajectory_plan', 'forward_position',
+             'forward_position_250hz', 'forward_position_1000hz', 'forward_position_steps',
+             'forward_velocity')
     return order.index(mode) if mode in order else len(order)
 
 
@@ -117,17 +128,20 @@ def phase_table(rows: Sequence[Measures]) -> str:
         (lambda r: r.speed_clean, 1.0, 2), (lambda r: r.speed_stopped, 1.0, 2),
         (lambda r: r.tracking_clean[0], 1e3, 1), (lambda r: r.tracking_stopped[0], 1e3, 1),
         (lambda r: r.tracking_clean[1], 1e3, 1), (lambda r: r.tracking_stopped[1], 1e3, 1),
-        (lambda r: r.jerk_clean, 1.0, 0), (lambda r: r.jerk_stopped, 1.0, 0)]
+        (lambda r: r.jerk_clean, 1.0, 0), (lambda r: r.jerk_stopped, 1.0, 0),
+        (lambda r: r.jerk_p99_clean, 1.0, 0)]
     lines = [
         '| rate | output mode | runs | arm speed (rad/s): clean | with stops | tracking RMS '
         '(mrad): clean | with stops | tracking max (mrad): clean | with stops | jerk RMS '
-        '(rad/s^3): clean | with stops | underruns | rejected |',
-        '|---:|---|---:|' + '---:|' * (len(columns) + 2)]
+        '(rad/s^3): clean | with stops | jerk p99 (rad/s^3): clean | underruns | rejected | '
+        'limit clamps |',
+        '|---:|---|---:|' + '---:|' * (len(columns) + 3)]
     for (hz, mode), group in _groups(rows).items():
         cells = [_spread([get(r) for r in group], scale, digits)
                  for get, scale, digits in columns]
         lines.append(f'| {hz:g} Hz | {mode} | {len(group)} | {" | ".join(cells)} | '
-                     f'{sum(r.underruns for r in group)} | {sum(r.rejected for r in group)} |')
+                     f'{sum(r.underruns for r in group)} | {sum(r.rejected for r in group)} | '
+                     f'{sum(r.limit_clamps for r in group)} |')
     return '\n'.join(lines)
 
 
@@ -240,13 +254,16 @@ def report(rows: Sequence[Measures], results: Sequence[RunResult], plan: dict[st
 
 
 _DEFINITIONS = (
-    'Each run is a real `sim_arm` (Jazzy controller rules; joint states, controller updates '
-    f'and physics at {JOINT_STATE_HZ:g} Hz) and a real policy node (config/pi05_droid.yaml with '
-    'the mode and its controller as the demo pairs them; the gripper on its own trajectory '
-    'controller) against the local gateway (real time, warm, steady latency, nice 10), closed '
-    'loop through the camera; the disc the arm reaches for jumps between two mirror-image '
-    f'places every {TARGET_EVERY_S:g} s, so the arm keeps moving and every move is the same '
-    'task. '
+    'Each run is a real `sim_arm` (Kilted controller rules; joint states and physics at '
+    f"{JOINT_STATE_HZ:g} Hz; its controller_manager at the controllers file's 1000 Hz, "
+    "clamping every command to the joints' limits as Kilted's does) and a real policy node "
+    '(config/pi05_droid.yaml with the mode and its controller as the demo pairs them; the '
+    'gripper on its own trajectory controller; **forward_position** draws each step as a '
+    'line at forward_output_rate_hz, its default, **forward_position_steps** sends each step '
+    'at once, forward_output_rate_hz 0) against the local gateway (real time, warm, steady '
+    'latency, nice 10), closed loop through the camera; the disc the arm reaches for jumps '
+    f'between two mirror-image places every {TARGET_EVERY_S:g} s, so the arm keeps moving '
+    'and every move is the same task. '
     '**15 Hz** is pi05-droid; **50 Hz** a catalogue entry that is pi05-droid but for the rate '
     '(50 steps at 50 Hz: the same 1.0 s chunks, latency and joint/tool speeds). The gateway '
     'serves the reference policy through a `--policy` plug-in (bench/_output_modes_policy.py) '
@@ -273,7 +290,9 @@ _DEFINITIONS = (
     'time to the next; not across a late tick, which commands nothing new); RMS and max over '
     f'the phase. **jerk**: the measured positions resampled every {1e3 * GRID_S:g} ms, the '
     f'third derivative of a Savitzky-Golay fit of order {SG_ORDER} over {SG_WINDOW} samples '
-    f'({1e3 * GRID_S * SG_WINDOW:g} ms), joint-space norm, RMS over the phase. **arm '
+    f'({1e3 * GRID_S * SG_WINDOW:g} ms), joint-space norm, RMS over the phase; **jerk p99**: '
+    f'third differences on a {1e3 * P99_GRID_S:g} ms grid (as the real controllers were '
+    'measured), 99th percentile over the clean phase. **arm '
     "stalled**: the longest rest (the sim's own joint speed below "
     f"{STALL_SHARE:.0%} of the arm's mean speed over the {1e3 * PRE_S:g} ms before the stop) "
     'that overlaps the stop, less the longest rest inside those ms (a forward_position arm '
@@ -287,4 +306,5 @@ _DEFINITIONS = (
     'the controller had covered and the node sends again). **longest gap between commands**: '
     'the late '
     "tick as the controller saw it. **underruns**: the node's own count; **rejected**: the "
-    "controllers' ERROR lines (both summed over the runs).")
+    "controllers' ERROR lines; **limit clamps**: the controller_manager's \"out of limits\" "
+    'ERROR lines, throttled to one a second (all summed over the runs).')

@@ -38,7 +38,12 @@ PULSE_GAP_S = 1.2
 MOVING_RAD_S = 0.05  # joint-space speed the arm must have before a stop
 JOINT_STATE_HZ = 200.0
 CONTROLLERS_FILE = 'ros2_control/panda_controllers.yaml'
-DISTRO = 'jazzy'
+DISTRO = 'kilted'  # its controller_manager clamps commands to the joints' limits, as the real one
+# forward_position's variants: the node's lines (the default) and each step at once.
+VARIANTS = {'forward_position_steps': ('forward_position', {'forward_output_rate_hz': 0.0}),
+            **{f'forward_position_{hz}hz': ('forward_position',
+                                            {'forward_output_rate_hz': float(hz)})
+               for hz in (250, 1000)}}
 STEP_TIMEOUT_S = 30.0
 LOOP_S = 0.01
 
@@ -58,6 +63,7 @@ class RunResult:
     end: float = 0.0
     outcome: dict[str, Any] = field(default_factory=dict)
     controller_errors: int = 0
+    limit_clamps: int = 0
     failure: str = ''
 
 
@@ -88,7 +94,9 @@ def run_once(setup: Setup, mode: str, hz: float, model: str, repeat: int) -> Run
     """Start an arm and a node in a namespace of their own, run the two phases, stop both."""
     result = RunResult(mode, hz, repeat)
     ns = f'/om/{mode}_{hz:g}hz_{repeat}'
-    sim_args, node_params = controller_setup(mode, 'trajectory', DISTRO)
+    output_mode, extra = VARIANTS.get(mode, (mode, {}))
+    sim_args, node_params = controller_setup(output_mode, 'trajectory', DISTRO)
+    node_params.update(extra)
     first = TARGETS[0]
     sim = _child(setup, 'sim_arm', ns, 'sequence_ai_ros.sim.node', [
         '-p', 'time_scale:=1.0', '-p', f'joint_state_rate_hz:={JOINT_STATE_HZ!r}',
@@ -104,7 +112,7 @@ def run_once(setup: Setup, mode: str, hz: float, model: str, repeat: int) -> Run
         '--params-file', str(config_file('pi05-droid')),
         *[arg for name, value in params.items() for arg in ('-p', f'{name}:={value}')]],
         SEQUENCES_API_KEY=setup.key)
-    recorder = ModeRecorder(setup.ros, ns, mode)
+    recorder = ModeRecorder(setup.ros, ns, output_mode)
     result.series = recorder.series
     try:
         result.failure = _drive(setup, result, recorder, sim, node, hz)
@@ -115,6 +123,7 @@ def run_once(setup: Setup, mode: str, hz: float, model: str, repeat: int) -> Run
         recorder.close()
     result.outcome = recorder.data.outcome or {}
     result.controller_errors = len(recorder.data.controller_errors)
+    result.limit_clamps = len(recorder.limit_clamps)
     if result.failure:
         result.failure += '\n' + '\n'.join(
             f'--- {c.name} ({c.log_path}) ---\n{c.log_tail(15)}' for c in (node, sim))

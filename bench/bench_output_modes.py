@@ -4,24 +4,25 @@ Issue #12's benchmark: the policy node's output modes against the simulated stoc
 Run: .venv/bin/python -m bench.bench_output_modes [--quick] [--repeats N] [--modes ...]
      [--rates 15 50] [--seed N] [--no-write | --write] [--results PATH]
 
-For each output mode (trajectory_stream, trajectory_plan, forward_position, forward_velocity)
-at 15 and 50 Hz, a real simulated arm (sequence_ai_ros.sim.node, Jazzy's controller rules,
-joint states and physics at 200 Hz) and a real policy node (the shipped pi05_droid.yaml, the
-mode and its controller set as the demo sets them) run against the local gateway (real time,
-warm, steady latency), closed loop through the camera, while the disc the arm reaches for
-jumps between two mirror-image places every 3 s. 15 Hz is pi05-droid itself; 50 Hz is a
-catalogue entry that is pi05-droid in every respect (space, latency, 1.0 s chunks) but the
-rate: 50 steps at 50 Hz. The gateway serves both through a plug-in (_output_modes_policy.py):
-the reference policy's plan, which it makes at the same joint and tool speeds at any rate,
-with its noise drawn on the 15 Hz grid and sampled from one smooth curve, so both rates get
-the same motion. (The node's control_rate_hz would not do: it plays the 15 Hz steps at
-50 Hz, so each chunk lasts 0.3 s and moves 0.3 times as far, and the 0.78 s latency could
-never keep up.) Each run is one episode: first a clean
-phase, then the node's process is stopped (SIGSTOP/SIGCONT) for 50, 100 and 200 ms while the
-arm moves; the tables put the two phases side by side, and the stops per delay. Runs go one
-after another, the modes' order rotating from repeat to repeat. A full run writes its section
-of bench/RESULTS.md (or --results); --quick (one repeat, shorter phases) only prints, unless
---write. Every process is on a private ROS domain, loopback only, and is stopped at the end.
+For each output mode (trajectory_stream, trajectory_plan, forward_position as lines,
+forward_position_steps: each step at once, forward_velocity) at 15 and 50 Hz, a real simulated
+arm (sequence_ai_ros.sim.node, Kilted's controller rules and joint-limit enforcement, joint
+states and physics at 200 Hz) and a real policy node (the shipped pi05_droid.yaml, the mode and
+its controller set as the demo sets them) run against the local gateway (real time, warm,
+steady latency), closed loop through the camera, while the disc the arm reaches for jumps
+between two mirror-image places every 3 s. 15 Hz is pi05-droid itself; 50 Hz is a catalogue
+entry that is pi05-droid in every respect (space, latency, 1.0 s chunks) but the rate: 50 steps
+at 50 Hz. The gateway serves both through a plug-in (_output_modes_policy.py): the reference
+policy's plan, which it makes at the same joint and tool speeds at any rate, with its noise
+drawn on the 15 Hz grid and sampled from one smooth curve, so both rates get the same motion.
+(The node's control_rate_hz would not do: it plays the 15 Hz steps at 50 Hz, so each chunk
+lasts 0.3 s and moves 0.3 times as far, and the 0.78 s latency could never keep up.) Each run
+is one episode: first a clean phase, then the node's process is stopped (SIGSTOP/SIGCONT) for
+50, 100 and 200 ms while the arm moves; the tables put the two phases side by side, and the
+stops per delay. Runs go one after another, the modes' order rotating from repeat to repeat. A
+full run writes its section of bench/RESULTS.md (or --results); --quick (one repeat, shorter
+phases) only prints, unless --write. Every process is on a private ROS domain, loopback only,
+and is stopped at the end.
 """
 
 import argparse
@@ -38,13 +39,14 @@ from sequence_ai_ros.harness.child_processes import random_domain_id
 from sequence_ai_ros.harness.proc_stats import busy_share, machine_jiffies
 
 from ._output_modes_report import analyse, report, SECTION
-from ._output_modes_run import run_once, RunResult, Setup
+from ._output_modes_run import run_once, RunResult, Setup, VARIANTS
 from ._record import command_line, lower_priority, machine, provenance, write_results_section
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 
-MODES = ('trajectory_stream', 'trajectory_plan', 'forward_position', 'forward_velocity')
+MODES = ('trajectory_stream', 'trajectory_plan', 'forward_position', 'forward_position_steps',
+         'forward_velocity')
 BASE_MODEL = 'pi05-droid'
 POLICY = 'bench._output_modes_policy:make_policy'
 DELAYS_S = (0.05, 0.1, 0.2)
@@ -74,7 +76,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add('--quick', action='store_true', help='one repeat, shorter phases (2-3 minutes)')
     add('--repeats', type=int, default=None, help=f'runs per mode and rate (default '
         f'{FULL["repeats"]}; --quick {QUICK["repeats"]})')
-    add('--modes', nargs='+', choices=MODES, default=list(MODES))
+    add('--modes', nargs='+', choices=MODES + tuple(VARIANTS), default=list(MODES),
+        help='forward_position_250hz and _1000hz: the lines at another forward_output_rate_hz')
     add('--rates', nargs='+', type=float, default=[15.0, 50.0])
     add('--seed', type=int, default=1, help="the gateway's and the stops' seed")
     add('--results', type=Path, default=RESULTS)

@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from .params import NodeConfig
 
 CAMERA_TRANSPORTS = ('raw', 'compressed')
+# Lines slower than this would put one or two values into a model step: no line at all.
+MIN_FORWARD_OUTPUT_RATE_HZ = 100.0
 GRIPPER_ON_FAILURE = ('hold', 'continue')
 
 
@@ -101,7 +103,16 @@ def velocity_output_limits(config: 'NodeConfig') -> Any:
     return None
 
 
+def forward_output_rate(config: 'NodeConfig') -> Any:
+    """Check that forward_output_rate_hz is 0 (off) or fast enough to draw a line."""
+    rate = config.forward_output_rate_hz
+    if 0.0 < rate < MIN_FORWARD_OUTPUT_RATE_HZ:
+        return ('forward_output_rate_hz',
+                f'must be 0 (each step at once) or >= {MIN_FORWARD_OUTPUT_RATE_HZ:g} Hz')
+    return None
+
+
 CROSS_CHECKS: tuple[Callable[['NodeConfig'], Any], ...] = (
     gripper_not_an_arm_joint, one_topic_per_view, one_transport_per_view, limits_per_value,
     lower_below_upper, gripper_positions_differ, gripper_beside_velocities,
-    velocity_output_limits)
+    velocity_output_limits, forward_output_rate)

@@ -17,6 +17,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from .arm_output import (
     forward_message,
+    FORWARD_POSITION,
     FORWARD_VELOCITY,
     hold_trajectory,
     PLAN,
@@ -25,6 +26,7 @@ from .arm_output import (
     TRAJECTORY_MODES,
 )
 from .commands import Command
+from .forward_output import ForwardPositionOutput
 from .gripper import GripperOutput, GripperScale, WITH_ARM
 from .params import NodeConfig
 
@@ -60,6 +62,11 @@ class CommandOutputs:
                 config.gripper_joint, self.scale, max_effort=config.gripper_max_effort,
                 threshold=config.gripper_threshold, min_change=config.gripper_min_change)
         self.planned_s = 0.0
+        # forward_position at forward_output_rate_hz: the steps as lines (forward_output.py).
+        self._lines: ForwardPositionOutput | None = None
+        if self.mode == FORWARD_POSITION and config.forward_output_rate_hz > 0:
+            self._lines = ForwardPositionOutput(node, self._publisher,
+                                                config.forward_output_rate_hz, self._measured)
 
     def send(self, command: Command, ahead: Sequence[Command], period_s: float) -> None:
         """Publish one step (and, for trajectory_plan, the checked plan after it)."""
@@ -75,10 +82,15 @@ class CommandOutputs:
         elif self.mode == FORWARD_VELOCITY:
             self.planned_s = math.inf  # the controller keeps a velocity until told otherwise
             message = forward_message(command.velocities[:self._joints])
+        elif self._lines is not None:
+            self.planned_s = period_s  # the step is reached one period from now
+            self._lines.step(positions, period_s)
+            message = None
         else:
             self.planned_s = 0.0
             message = forward_message(positions)
-        self._publisher.publish(message)
+        if message is not None:
+            self._publisher.publish(message)
         if self.gripper is not None:
             self.gripper.command(command.positions[self._joints], period_s)
 
@@ -92,23 +104,39 @@ class CommandOutputs:
             message: Any = hold_trajectory(self.arm_joints, arm, max(period_s, MIN_HOLD_S))
         elif self.mode == FORWARD_VELOCITY:
             message = forward_message([0.0] * self._joints)
+        elif self._lines is not None:
+            # Ending at the step the line is heading to is that line's own end, at rest: a
+            # jump to it would be the burst the lines are there to avoid.
+            if self._lines.heading_to() != [float(p) for p in arm]:
+                self._lines.hold(arm)
+            return
         else:
             message = forward_message(arm)
         self._publisher.publish(message)
 
     def new_episode(self) -> None:
-        """Forget the gripper's last goal, so the episode's first value is sent."""
+        """Forget the gripper's last goal and the last line, so the episode starts afresh."""
         if self.gripper is not None:
             self.gripper.reset()
+        if self._lines is not None:
+            self._lines.reset()
 
     def close(self) -> None:
-        """Destroy the publishers and the gripper's client."""
+        """Destroy the publishers, the lines' timer and the gripper's client."""
+        if self._lines is not None:
+            self._lines.close()
+            self._lines = None
         if self.gripper is not None:
             self.gripper.close()
             self.gripper = None
         if self._publisher is not None:
             self._node.destroy_lifecycle_publisher(self._publisher)
             self._publisher = None
+
+    def _measured(self) -> list[float] | None:
+        inputs = getattr(self._node, 'inputs', None)
+        positions = getattr(inputs, 'last_finite_positions', None)
+        return None if positions is None else self._arm_positions(Command(tuple(positions), ()))
 
     def _arm_command(self, command: Command) -> Command:
         velocities = list(command.velocities[:self._joints])

@@ -160,6 +160,11 @@ class NodeConfig:
     plan_ahead_s: float = param(0.25, 'trajectory_plan: seconds of the checked plan sent '
                                 'ahead, the most the controller moves the arm without a new '
                                 'message', bounds=(0.0, 10.0))
+    forward_output_rate_hz: float = param(
+        500.0, 'forward_position: publish each step as a straight line from the last value, '
+        'one value per 1/rate s, reaching it one control period after it is sent (never past '
+        'it); 0 = each step at once, which a forward controller writes in one update (a '
+        'controller_manager that enforces limits clamps it)', bounds=(0.0, 1000.0))
     check_controller: bool = param(True, 'ask the controller for its joints and settings at '
                                    'configure; a mismatch fails configure, no answer is a '
                                    'warning')

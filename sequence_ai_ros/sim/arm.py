@@ -47,6 +47,11 @@ class SimArm:
         return _VELOCITY / self.time_scale
 
     @property
+    def position_limits(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per-joint (lower, upper) positions: rad for the arm, m for the finger joint."""
+        return _LOWER.copy(), _UPPER.copy()
+
+    @property
     def arm_position(self) -> np.ndarray:
         """Return the 7 arm joint positions (no gripper), as arm_model's kinematics want them."""
         return self.position[:-1]

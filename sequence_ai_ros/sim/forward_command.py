@@ -185,6 +185,7 @@ class ForwardCommandController(SwitchedController, Node):
             self.destroy_node()
             raise
         self._lock = threading.Lock()
+        self._arrived: list[tuple[float, np.ndarray]] = []
         self.create_subscription(Float64MultiArray, '~/commands', self._on_command,
                                  qos_profile_system_default)
 
@@ -216,8 +217,24 @@ class ForwardCommandController(SwitchedController, Node):
             self.get_logger().error(DEACTIVATED.format(self.get_name()))
         return values
 
+    def arrivals(self) -> list[tuple[float, np.ndarray]]:
+        """
+        Return and forget the commands kept since the last call, at their node-clock times.
+
+        A controller_manager updating faster than the simulated hardware steps would have
+        written each in the update it arrived in (joint_limits.py spreads them so).
+        """
+        with self._lock:
+            arrived, self._arrived = self._arrived, []
+        if not self._core.active:
+            return []
+        return [(t, v) for t, v in arrived if v.size == len(self._core.joints)]
+
     def _on_command(self, msg: Float64MultiArray) -> None:
+        now = self.get_clock().now().nanoseconds * 1e-9
         with self._lock:
             warning = self._core.receive(msg.data)
+            if not warning:
+                self._arrived.append((now, np.array(msg.data, dtype=float)))
         if warning:
             self.get_logger().warning(warning, throttle_duration_sec=THROTTLE_S)

@@ -4,7 +4,9 @@ The `sim_arm` process: a simulated DROID-like arm (a Panda and its hand) under r
 The `sim_arm` node owns the physics and the hardware loop; the controllers are their own
 nodes in the same namespace (controllers.py: by default `joint_trajectory_controller` on the 7
 arm joints and `gripper_trajectory_controller` on panda_finger_joint1, each with its own
-`~/joint_trajectory` topic and upstream parameters, `controller_distro` choosing whose rules).
+`~/joint_trajectory` topic and upstream parameters, `controller_distro` choosing whose rules),
+and so is `controller_manager` (controller_manager.py: its update rate, and on Kilted its
+clamping of every command to the joints' limits).
 
 Topics (relative, so namespaces and remaps apply):
   sub  <controller>/joint_trajectory                  trajectory_msgs/JointTrajectory
@@ -36,6 +38,7 @@ from sequence_ai_ros.runtime.spin import init, make_executor, shutdown, spin_unt
 from sequence_ai_ros.sim import controllers, messages, params
 from sequence_ai_ros.sim.arm import JOINT_NAMES, SimArm
 from sequence_ai_ros.sim.controller_base import SimController
+from sequence_ai_ros.sim.controller_manager import ControllerManagerNode
 from sequence_ai_ros.sim.hardware import HardwareLoop
 from sequence_ai_ros.sim.render import SceneRenderer
 from sequence_ai_ros.world import arm_model
@@ -55,12 +58,17 @@ class SimArmNode(Node):
         super().__init__('sim_arm', **kwargs)
         settings = params.declare(self)
         self._arm = SimArm(settings.initial_positions, self.get_parameter('time_scale').value)
-        self.controllers: list[SimController] = controllers.build(
-            settings.arm_controller, settings.gripper_controller, settings.controller_distro,
-            1.0 / settings.joint_state_rate_hz,
-            **controllers.controller_node_options(self, sys.argv if argv is None else argv))
+        options = controllers.controller_node_options(self, sys.argv if argv is None else argv)
+        manager = ControllerManagerNode(settings.controller_distro, *self._arm.position_limits,
+                                        **options)
+        self.controller_manager: ControllerManagerNode | None = manager
+        self.controllers: list[SimController] = []
         try:
-            self._hardware = HardwareLoop(self._arm, self.controllers)
+            self.controllers = controllers.build(
+                settings.arm_controller, settings.gripper_controller,
+                settings.controller_distro, 1.0 / settings.joint_state_rate_hz, **options)
+            self._hardware = HardwareLoop(self._arm, self.controllers,
+                                          limiter=manager.limiter, on_clamp=manager.log_clamp)
         except ValueError:
             self.destroy_controllers()
             raise
@@ -96,11 +104,14 @@ class SimArmNode(Node):
             f'{settings.gripper_controller}')
 
     def destroy_controllers(self) -> None:
-        """Destroy the controller nodes (the sim_arm node itself is destroyed separately)."""
+        """Destroy the controller nodes and the controller_manager's (not sim_arm itself)."""
         for controller in self.controllers:
             if isinstance(controller, Node):
                 controller.destroy_node()
         self.controllers = []
+        if self.controller_manager is not None:
+            self.controller_manager.destroy_node()
+            self.controller_manager = None
 
     @property
     def hold_count(self) -> int:
