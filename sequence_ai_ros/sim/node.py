@@ -184,6 +184,8 @@ def main(args: list[str] | None = None) -> None:
     for controller in node.controllers:
         if isinstance(controller, Node):
             executor.add_node(controller)
+    if node.controller_manager is not None:
+        executor.add_node(node.controller_manager)
     try:
         spin_until_shutdown(executor)
     finally:
