@@ -19,6 +19,8 @@ STAMP := $(VENV)/.stamp-$(shell cat requirements.txt requirements-dev.txt requir
 STAMP_JAZZY := $(VENV_JAZZY)/.stamp-$(shell cat requirements.txt requirements-dev.txt \
 	requirements-jazzy.txt setup.py $(wildcard $(WHEELS)/jazzy/names.txt) | sha1sum | cut -c1-12)
 PYTEST_ARGS ?=
+# The slowest tests of each run, named in its output.
+DURATIONS ?= --durations=25
 TESTS ?= test
 # On Jazzy: every test file that imports rclpy or a ROS message package, or runs ROS nodes,
 # launch files or the ros2 CLI. The client, gateway, engine and lint tests do not depend on
@@ -36,7 +38,7 @@ PYTHON310 ?= $(firstword $(wildcard $(shell pyenv root 2>/dev/null)/versions/3.1
 # The client core: what must stay httpx-only and type-clean.
 CLIENT_CORE := sequence_ai_ros/__init__.py sequence_ai_ros/client
 
-.PHONY: all venv venv-jazzy test test-kilted test-jazzy test-sourced test-jammy lint demo bench \
+.PHONY: all venv venv-jazzy test test-fast test-kilted test-jazzy test-sourced test-jammy lint demo bench \
 	reliability clean
 
 all: test
@@ -85,11 +87,15 @@ test: lint test-kilted test-jazzy test-sourced test-jammy
 
 test-kilted: venv
 	@echo '== ROS 2 Kilted (rclpy 9.1): $(TESTS)'
-	$(PY) -m pytest $(TESTS) -q -raR $(PYTEST_ARGS) || { rc=$$?; [ $$rc -eq 5 ] && echo 'no tests collected' || exit $$rc; }
+	$(PY) -m pytest $(TESTS) -q -raR $(DURATIONS) $(PYTEST_ARGS) || { rc=$$?; [ $$rc -eq 5 ] && echo 'no tests collected' || exit $$rc; }
 
 test-jazzy: venv-jazzy
 	@echo '== ROS 2 Jazzy (rclpy 7.1): the tests that use ROS'
-	$(PY_JAZZY) -m pytest $(JAZZY_TESTS) -q -raR $(PYTEST_ARGS) || { rc=$$?; [ $$rc -eq 5 ] && echo 'no tests collected' || exit $$rc; }
+	$(PY_JAZZY) -m pytest $(JAZZY_TESTS) -q -raR $(DURATIONS) $(PYTEST_ARGS) || { rc=$$?; [ $$rc -eq 5 ] && echo 'no tests collected' || exit $$rc; }
+
+# The part a contributor runs while working (a few minutes): no nodes, loads, soaks or lints.
+test-fast: venv
+	$(PY) -m pytest $(TESTS) -q -raR -m 'not system' $(DURATIONS) $(PYTEST_ARGS)
 
 # The node-spawning tests with ROS 2 only on PYTHONPATH/LD_LIBRARY_PATH (a sourced install).
 test-sourced:

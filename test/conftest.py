@@ -1,5 +1,6 @@
 """Shared test set-up: each run gets its own ROS domain so parallel runs never cross-talk."""
 
+from fnmatch import fnmatch
 import os
 import random
 
@@ -58,23 +59,38 @@ WALL_CLOCK_FILES = frozenset({
 WALL_CLOCK_RERUNS = 1
 
 
+# Files that start nodes, simulated arms or many processes, run long loads, or lint and
+# resolve the whole tree: `-m "not system"` (`make test-fast`) leaves the part a contributor
+# runs in a few minutes (client, engine, gateway, pure node and sim rules).
+SYSTEM_FILES = ('test_node.py', 'test_node_controllers.py', 'test_node_*faults.py',
+                'test_node_lifecycle_abuse.py', 'test_operator_session.py', 'test_soak.py',
+                'test_load.py', 'test_demo.py', 'test_ray_*.py', 'test_*_node.py',
+                'test_forward_modes.py', 'test_openpi_ros.py', 'test_ros2_*.py', 'test_spin.py',
+                'test_gateway_fuzz.py', 'test_lint_ros_style.py', 'test_rosdep.py',
+                'test_colcon_build.py', 'test_signal_exits.py', 'test_node_record.py')
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         'markers', 'fault_matrix: records a row of docs/RELIABILITY.md (auto-applied)')
     config.addinivalue_line(
         'markers', 'wall_clock: times real processes over DDS; rerun once on failure '
                    '(auto-applied)')
+    config.addinivalue_line(
+        'markers', 'system: starts nodes or many processes, or runs long (auto-applied)')
     # launch_testing's own marker: its plugin is off here (setup.cfg), launch_test reads it.
     config.addinivalue_line(
         'markers', 'launch_test: a launch_testing description (run by launch_test)')
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark matrix tests (`-m fault_matrix` reruns just those) and wall-clock tests."""
+    """Mark matrix tests (`-m fault_matrix` reruns just those), system and wall-clock tests."""
     rerun = config.pluginmanager.hasplugin('rerunfailures')
     for item in items:
         if 'fault_matrix' in getattr(item, 'fixturenames', ()):
             item.add_marker(pytest.mark.fault_matrix)
+        if any(fnmatch(item.path.name, pattern) for pattern in SYSTEM_FILES):
+            item.add_marker(pytest.mark.system)
         if item.path.name in WALL_CLOCK_FILES:
             item.add_marker(pytest.mark.wall_clock)
             if rerun:
