@@ -23,7 +23,7 @@ TESTS ?= test
 # launch files or the ros2 CLI. The client, gateway, engine and lint tests do not depend on
 # the distribution and run once, in the Kilted venv.
 JAZZY_TESTS ?= $(addprefix test/test_,$(addsuffix .py,config_files demo diagnostic_analyzers \
-	images launch node node_arm_output node_commands node_controllers node_diagnostics \
+	images interfaces launch node node_arm_output node_commands node_controllers node_diagnostics \
 	node_faults node_gateway_faults node_guard node_inputs node_lifecycle_abuse \
 	openpi_ros operator_session params ros2_cli ros2_launch secrets sim_forward_command sim_gripper_action \
 	sim_jtc_node sim_node sim_trajectory soak spin))

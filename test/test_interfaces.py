@@ -8,6 +8,7 @@ action from a child process, as the sim arm and the demo's processes do: the chi
 the generated package and its libraries with nothing but the venv's own start-up.
 """
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -20,10 +21,13 @@ from ros2_tools import CONTROL_MSGS_MISSING
 action = pytest.importorskip('control_msgs.action', reason=CONTROL_MSGS_MISSING)
 msg = pytest.importorskip('control_msgs.msg', reason=CONTROL_MSGS_MISSING)
 
+# The servers' namespace: another run of this file on the same ROS domain has its own.
+NAMESPACE = f'/interfaces_{os.getpid()}'
 POINT = 'trajectory_msgs/JointTrajectoryPoint'
 MULTI_POINT = 'trajectory_msgs/MultiDOFJointTrajectoryPoint'
-# ros-controls/control_msgs (Humble to Kilted): each type's fields in order, as rosidl spells
-# their types.
+# ros-controls/control_msgs: each type's fields in order, as rosidl spells their types (Kilted's
+# 6.3 and later also give FollowJointTrajectory's feedback the index of the point being
+# executed, which the project neither sends nor reads: see the .action file).
 FIELDS = {
     msg.GripperCommand: {'position': 'double', 'max_effort': 'double'},
     msg.JointTolerance: {'name': 'string', 'position': 'double', 'velocity': 'double',
@@ -63,8 +67,11 @@ CONSTANTS = {
                                   'ROTATION': 5},
 }
 
-# A child process serving each action: it echoes the goal into the result and one feedback.
+# A child process serving each action in the namespace argv[1]: it echoes the goal into the
+# result and one feedback.
 SERVER = textwrap.dedent("""
+    import sys
+
     import rclpy
     from rclpy.action import ActionServer
     from control_msgs.action import (
@@ -92,7 +99,7 @@ SERVER = textwrap.dedent("""
             error_string=','.join(names))
 
     rclpy.init()
-    node = rclpy.create_node('interfaces_server')
+    node = rclpy.create_node('interfaces_server', namespace=sys.argv[1])
     servers = [ActionServer(node, GripperCommand, 'gripper', gripper),
                ActionServer(node, ParallelGripperCommand, 'parallel', parallel),
                ActionServer(node, FollowJointTrajectory, 'trajectory', trajectory)]
@@ -115,7 +122,7 @@ def test_the_constants_are_upstreams(kind):
 @pytest.fixture(scope='module')
 def server():
     """Start the child serving the three actions; yield it, stopped after the module."""
-    child = subprocess.Popen([sys.executable, '-c', SERVER], stdout=subprocess.PIPE,
+    child = subprocess.Popen([sys.executable, '-c', SERVER, NAMESPACE], stdout=subprocess.PIPE,
                              stderr=subprocess.STDOUT, text=True)
     seen = []
     for line in child.stdout:  # DDS may warn first; EOF if the child dies
@@ -126,7 +133,7 @@ def server():
         child.wait(10)
         pytest.fail(f'the action server child did not start: {"".join(seen)}')
     yield child
-    child.terminate()
+    child.kill()  # its own shutdown is not under test
     child.wait(10)
 
 
@@ -146,7 +153,7 @@ def send(node, kind, name, goal, timeout_s=60.0):
     """Send `goal` to the child's `name` server; return (feedbacks, status, result)."""
     from rclpy.action import ActionClient
     ros_node, executor = node
-    client = ActionClient(ros_node, kind, name)
+    client = ActionClient(ros_node, kind, f'{NAMESPACE}/{name}')
     feedbacks = []
     try:
         deadline = time.monotonic() + timeout_s
