@@ -11,6 +11,8 @@ into the venv's prefix beside the message wheels: the Python package in site-pac
 libraries in <venv>/lib, which the wheels' bootstrap puts on LD_LIBRARY_PATH for every Python
 process of the venv. The build is skipped while its inputs (definitions, wheel versions,
 interpreter) are unchanged. --missing-debs prints the Debian packages the build lacks.
+test/interfaces/COLCON_IGNORE keeps colcon and rosdep from taking the package for part of a
+workspace, where it would shadow a ROS install's real control_msgs.
 """
 
 import argparse
