@@ -6,18 +6,17 @@ VENV ?= .venv
 VENV_JAZZY ?= $(VENV)/jazzy
 PY := $(VENV)/bin/python
 PY_JAZZY := $(VENV_JAZZY)/bin/python
-# ../shared beside the checkout holds what the package registries lack: ros-wheels/<distro>/
-# (launch, launch_ros, launch_testing, ros2cli and its verbs) and rosdistro/ (rosdep's rules).
-# Without it those tests skip, each naming what is missing; a fresh machine's run is
-# `make test SHARED=/nonexistent VENV=/tmp/fresh-venv`.
-SHARED ?= ../shared
-WHEELS := $(SHARED)/ros-wheels
-export SEQUENCE_AI_ROS_SHARED := $(abspath $(SHARED))
 PIP := -m pip install --quiet --disable-pip-version-check
+# control_msgs is not on PyPI: each venv gets the project's own test-only build of the types its
+# tests use (test/interfaces/control_msgs, scripts/build_interfaces.py). launch, launch_testing
+# and ros2cli are not on PyPI either: the tests that need them skip, naming what is missing.
+INTERFACES := $(sort $(wildcard test/interfaces/control_msgs/*.* test/interfaces/control_msgs/*/*)) \
+	scripts/build_interfaces.py
 STAMP := $(VENV)/.stamp-$(shell cat requirements.txt requirements-dev.txt requirements-kilted.txt \
-	setup.py $(wildcard $(WHEELS)/kilted/names.txt) | sha1sum | cut -c1-12)
+	setup.py test/interfaces/requirements-kilted.txt $(INTERFACES) | sha1sum | cut -c1-12)
 STAMP_JAZZY := $(VENV_JAZZY)/.stamp-$(shell cat requirements.txt requirements-dev.txt \
-	requirements-jazzy.txt setup.py $(wildcard $(WHEELS)/jazzy/names.txt) | sha1sum | cut -c1-12)
+	requirements-jazzy.txt setup.py test/interfaces/requirements-jazzy.txt $(INTERFACES) \
+	| sha1sum | cut -c1-12)
 PYTEST_ARGS ?=
 # The slowest tests of each run, named in its output.
 DURATIONS ?= --durations=25
@@ -25,11 +24,12 @@ TESTS ?= test
 # On Jazzy: every test file that imports rclpy or a ROS message package, or runs ROS nodes,
 # launch files or the ros2 CLI. The client, gateway, engine and lint tests do not depend on
 # the distribution and run once, in the Kilted venv.
-JAZZY_TESTS ?= $(addprefix test/test_,$(addsuffix .py,config_files demo diagnostic_analyzers \
-	forward_modes forward_output sim_joint_limits images launch node node_arm_output node_commands node_controllers node_diagnostics \
-	node_faults node_gateway_faults node_guard node_inputs node_lifecycle_abuse \
-	openpi_ros operator_session params ros2_cli ros2_launch secrets sim_forward_command sim_gripper_action \
-	sim_jtc_node sim_node sim_trajectory soak spin))
+JAZZY_TESTS ?= $(addprefix test/test_,$(addsuffix .py, \
+	config_files demo diagnostic_analyzers forward_modes forward_output images interfaces \
+	launch node node_arm_output node_commands node_controllers node_diagnostics node_faults \
+	node_gateway_faults node_guard node_inputs node_lifecycle_abuse openpi_ros \
+	operator_session params ros2_cli ros2_launch secrets sim_forward_command \
+	sim_gripper_action sim_joint_limits sim_jtc_node sim_node sim_trajectory soak spin))
 # ROS 2 reached only through a sourced setup script, as on a robot: children must keep it.
 SOURCED_TESTS ?= test/test_spin.py test/test_node_lifecycle_abuse.py
 # Ubuntu 22.04's Python 3.10 (a pyenv build where the machine has one, else the PATH's).
@@ -47,31 +47,31 @@ venv: $(STAMP)
 
 venv-jazzy: $(STAMP_JAZZY)
 
-# $(call ros_venv,VENV,REQUIREMENTS,DISTRO): the pinned set, then that distribution's tooling
-# from the wheelhouse (offline; its PyPI requirements first), then this package, editable.
+# $(call ros_venv,VENV,REQUIREMENTS,DISTRO): the pinned set, then the test-only control_msgs
+# generated with that distribution's rosidl wheels (the Debian tools it needs first, if absent;
+# rebuilt only when its inputs change), then this package, editable.
 define ros_venv
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), \
 		"the ROS 2 wheels on PyPI are built for CPython 3.11; set PYTHON=python3.11"'
 	@test -x $(1)/bin/python || $(PYTHON) -m venv $(1)
-	$(1)/bin/python $(PIP) -r $(2)
-	@if [ -f $(WHEELS)/$(3)/names.txt ]; then \
-		echo "ROS 2 $(3): launch, launch_testing, ros2cli from $(WHEELS)/$(3)"; \
-		$(1)/bin/python $(PIP) -r $(WHEELS)/$(3)/requirements.txt && \
-		$(1)/bin/python $(PIP) --no-index --find-links $(WHEELS)/$(3) \
-			-r $(WHEELS)/$(3)/names.txt; \
-	else \
-		echo "ROS 2 $(3): no $(WHEELS)/$(3): the ros2 launch, launch_testing and ros2 CLI tests will skip"; \
+	$(1)/bin/python $(PIP) -r $(2) -r test/interfaces/requirements-$(3).txt
+	@debs="$$($(1)/bin/python scripts/build_interfaces.py --missing-debs)"; \
+	if [ -n "$$debs" ]; then \
+		echo "apt-get install $$debs (to build control_msgs for the tests)"; \
+		apt-get update -qq && apt-get install -y -qq $$debs; \
 	fi
+	$(1)/bin/python scripts/build_interfaces.py
 	$(1)/bin/python $(PIP) --no-deps -e .
 	@rm -f $(1)/.stamp-* && touch $@
 endef
 
-$(STAMP): requirements.txt requirements-dev.txt requirements-kilted.txt setup.py
+$(STAMP): requirements.txt requirements-dev.txt requirements-kilted.txt setup.py \
+		test/interfaces/requirements-kilted.txt $(INTERFACES)
 	$(call ros_venv,$(VENV),requirements-kilted.txt,kilted)
 
 # pip takes one pin per package: the Jazzy set is requirements-dev.txt with Jazzy's ros-* pins.
 $(STAMP_JAZZY): requirements.txt requirements-dev.txt requirements-jazzy.txt setup.py \
-		scripts/pin_set.py
+		scripts/pin_set.py test/interfaces/requirements-jazzy.txt $(INTERFACES)
 	@mkdir -p $(VENV_JAZZY)
 	$(PYTHON) scripts/pin_set.py requirements-dev.txt requirements-jazzy.txt \
 		> $(VENV_JAZZY)/requirements.txt

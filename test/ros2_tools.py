@@ -1,11 +1,11 @@
 """
 The real ROS 2 tooling for tests: where it comes from, a colcon install, `ros2` as a user types it.
 
-`make test` installs launch, launch_ros, launch_testing and ros2cli from the shared wheelhouse
-(`$SEQUENCE_AI_ROS_SHARED/ros-wheels/<distro>`, default ../shared beside the checkout). Where
-they are not installed, :func:`require` skips with one line naming what is missing and where
-it would have come from. Nothing here imports rclpy: conftest.py reads :func:`ros_distro`
-before any DDS variable is read.
+launch, launch_ros, launch_testing and ros2cli are not on PyPI and the venvs do not have them;
+where they are not installed (a venv without a ROS install sourced), :func:`require` skips with
+one line naming what is missing. control_msgs is not on PyPI either: `make venv` generates the
+types the tests use (:data:`CONTROL_MSGS_MISSING` says so where it did not). Nothing here imports
+rclpy: conftest.py reads :func:`ros_distro` before any DDS variable is read.
 """
 
 import importlib.metadata
@@ -25,7 +25,6 @@ from sequence_ai_ros.harness.child_processes import child_env
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = 'sequence_ai_ros'
-SHARED_ENV = 'SEQUENCE_AI_ROS_SHARED'
 # rclpy's major version on PyPI and in the ROS 2 releases -> the distribution.
 RCLPY_DISTROS = {3: 'humble', 7: 'jazzy', 9: 'kilted'}
 # The module each piece of tooling is imported as, by what a test needs it for.
@@ -41,11 +40,13 @@ PLACEHOLDER_KEY = 'local-gateway-auth-disabled'  # what the keyless local gatewa
 SCALE = '0.25'  # the gateway's and the sim arm's time scale in these tests
 COMMANDS = 'joint_trajectory_controller/joint_trajectory'  # the node's, relative
 UP_S = 60.0  # a node's start, configure and first chunk on two loaded cores
+CONTROL_MSGS_MISSING = ('control_msgs is not importable (`make venv` generates it from '
+                        'test/interfaces/control_msgs with scripts/build_interfaces.py)')
 
 
 def shared_dir() -> Path:
-    """Return the shared folder: $SEQUENCE_AI_ROS_SHARED, else ../shared beside the checkout."""
-    return Path(os.environ.get(SHARED_ENV) or REPO.parent / 'shared')
+    """Return the shared folder beside the checkout (rosdistro/: rosdep's rules)."""
+    return REPO.parent / 'shared'
 
 
 def ros_distro() -> str:
@@ -61,19 +62,13 @@ def ros_distro() -> str:
     return ''
 
 
-def wheels_dir() -> Path:
-    """Return the wheelhouse folder `make test` installs this distribution's tooling from."""
-    return shared_dir() / 'ros-wheels' / (ros_distro() or 'kilted')
-
-
 def require(*modules: str) -> None:
     """Skip the calling test, in one line, if any of `modules` is not importable."""
     missing = [name for name in modules if importlib.util.find_spec(name) is None]
-    if not missing:
-        return
-    where = wheels_dir()
-    source = 'installs them from' if where.is_dir() else 'would install them from the missing'
-    pytest.skip(f'{", ".join(missing)} not installed (`make test` {source} {where})')
+    if missing:
+        distro = ros_distro().capitalize() or 'a'
+        pytest.skip(f'{", ".join(missing)} not installed (ROS 2 packages not on PyPI; the test '
+                    f'runs where a ROS 2 {distro} install provides them)')
 
 
 def colcon_command() -> list[str]:
@@ -110,8 +105,9 @@ def overlay_env(install: Path, log_dir: Path, *prefixes: Path) -> dict[str, str]
     """
     Return the environment `source install/setup.bash` would give, on top of this venv.
 
-    The venv's prefix is on AMENT_PREFIX_PATH as ../shared/ros-wheels/README.md says (the
-    PyPI wheels do not put it there); `prefixes` come first (e.g. a stand-in package).
+    The venv's prefix is on AMENT_PREFIX_PATH (the PyPI wheels do not put it there, and ament's
+    index finds their packages, the generated control_msgs among them, under it); `prefixes`
+    come first (e.g. a stand-in package).
     """
     env = child_env(site_packages(install))
     bin_dir = str(Path(sys.executable).parent)
@@ -249,8 +245,8 @@ def ros2(args: list[str], env: dict[str, str], cwd: Path, expect: str, tries: in
     """
     Run `ros2 <args>` until its output matches the regex `expect`; return that output.
 
-    A verb run right after a node started may not have discovered it yet (the wheelhouse's
-    check.sh retries its --no-daemon verbs the same way); every try is bounded by timeout_s.
+    A verb run right after a node started may not have discovered it yet (--no-daemon verbs
+    start their discovery afresh); every try is bounded by timeout_s.
     """
     output = ''
     for attempt in range(tries):
@@ -279,7 +275,7 @@ def sim_arm(processes: list[Ros2Process], env: dict[str, str], cwd: Path, namesp
             command_topic: str = '') -> Ros2Process:
     """Start the simulated arm with `ros2 run` in `namespace`, commanded on `command_topic`."""
     # As on a robot: the shipped controllers file, the gripper on its GripperCommand action
-    # (control_msgs comes from the same wheelhouse as ros2 launch), the arm's JTC on 7 joints.
+    # (control_msgs as `make venv` generates it), the arm's JTC on 7 joints.
     args = ['run', PACKAGE, 'sequence_ai_sim_arm', '--ros-args', '-r', f'__ns:=/{namespace}',
             '-p', f'time_scale:={SCALE}', '-p', 'gripper_controller:=gripper_action_controller',
             '--params-file', str(REPO / 'config/ros2_control/panda_controllers.yaml')]

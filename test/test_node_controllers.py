@@ -9,13 +9,14 @@ move the gripper through its own interface.
 """
 
 import pytest
+from ros2_tools import CONTROL_MSGS_MISSING
 from sequence_ai_ros.demo.controllers import default_gripper_interface
 from sequence_ai_ros.gateway.catalogue import load_catalogue
 from test_demo import demo
 
 HAS_CONTROL_MSGS = default_gripper_interface() == 'action'
 ACTION = pytest.param('action', marks=pytest.mark.skipif(
-    not HAS_CONTROL_MSGS, reason='control_msgs is not installed (ros-wheels)'))
+    not HAS_CONTROL_MSGS, reason=CONTROL_MSGS_MISSING))
 
 
 def episode(tmp_path, model, *args, seconds=16.0):
@@ -138,7 +139,7 @@ def test_a_mismatch_fails_configure_naming_it(ros, arm_and_gateway, params, name
         assert not done and named in log, log[-3000:]
 
 
-@pytest.mark.skipif(not HAS_CONTROL_MSGS, reason='control_msgs is not installed (ros-wheels)')
+@pytest.mark.skipif(not HAS_CONTROL_MSGS, reason=CONTROL_MSGS_MISSING)
 def test_a_missing_gripper_server_fails_configure_naming_it(ros, arm_and_gateway):
     done, log = configure(ros, arm_and_gateway, configure_timeout_s=3.0,
                           gripper_interface='action')

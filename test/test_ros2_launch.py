@@ -4,8 +4,8 @@ Every launch file under the real `ros2 launch`, and test_launch.py under launch_
 The package is built with colcon into a temporary workspace and found through the ament index,
 as on a robot after `colcon build && source install/setup.bash`. Each launch is ended the way an
 operator ends it, Ctrl-C to the terminal's process group, and must exit 0 with none of its
-processes left. Where launch, launch_ros and ros2launch are not installed (no ../shared
-wheelhouse), each test skips naming what is missing.
+processes left. Where launch, launch_ros and ros2launch are not installed (they are not on
+PyPI), each test skips naming what is missing.
 """
 
 import json

@@ -19,6 +19,7 @@ import pytest
 from rcl_interfaces.srv import GetParameters
 from rclpy.action import ActionClient
 from rclpy.parameter import Parameter
+from ros2_tools import CONTROL_MSGS_MISSING
 from ros_harness import wait_until
 from sequence_ai_ros.harness.service_calls import call_service
 from sequence_ai_ros.sim.gripper_action import GripperActionController
@@ -37,8 +38,7 @@ try:
     from control_msgs.action import GripperCommand
 except ImportError:
     GripperCommand = None
-needs_control_msgs = pytest.mark.skipif(
-    GripperCommand is None, reason='control_msgs (a ROS package, not on PyPI) is not importable')
+needs_control_msgs = pytest.mark.skipif(GripperCommand is None, reason=CONTROL_MSGS_MISSING)
 
 JOINT = 'panda_finger_joint1'
 CLOSED, OPEN = 0.0, 0.04

@@ -13,6 +13,7 @@ from fixtures_rclpy import *  # noqa: F401,F403  (context)
 import numpy as np
 import pytest
 from rcl_interfaces.msg import ParameterType
+from ros2_tools import CONTROL_MSGS_MISSING
 from sequence_ai_ros.world import arm_model
 from sim_process import Probe, SimProcess
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -182,7 +183,8 @@ def send_goal(probe, action_type, names, points, timeout=10.0):
 
 
 def test_follow_joint_trajectory_goals_are_checked_and_executed(sims):
-    action = pytest.importorskip('control_msgs.action').FollowJointTrajectory
+    action = pytest.importorskip('control_msgs.action',
+                                 reason=CONTROL_MSGS_MISSING).FollowJointTrajectory
     probe, sim = sims['jazzy']
     here = probe.latest(*ARM)
     accepted, _, _ = send_goal(probe, action, [*ARM, FINGER],
