@@ -10,7 +10,6 @@ the controllers' ERROR lines, the episode's outcome and the node's log.
 
 from dataclasses import dataclass, field
 import json
-from pathlib import Path
 import threading
 import time
 
@@ -28,7 +27,6 @@ from sequence_ai_ros.harness.service_calls import change_state, lifecycle_state
 from sequence_ai_ros.world import arm_model
 from std_msgs.msg import Float64MultiArray, String
 
-REPO = Path(__file__).resolve().parents[1]
 RELIABLE = QoSProfile(depth=2000, reliability=ReliabilityPolicy.RELIABLE)
 KEY = 'seq_forward_tests_key_000000000001'
 JOINT_STATE_HZ = 200.0
@@ -64,7 +62,7 @@ def run(tmp_path, domain, gateway, mode, distro, actions=45, time_scale=1.0, **n
     """Run one episode of `actions` in `mode` against `distro`'s controllers; return it."""
     ns = f'/fw_{mode}_{distro}_{int(time.monotonic() * 1e3) % 100000}'
     sim_args, params = controller_setup(mode, 'trajectory', distro)
-    env = ros_environment(domain, {'PYTHONPATH': str(REPO)})
+    env = ros_environment(domain)
     sim = ChildProcess('sim_arm', 'sequence_ai_ros.sim.node', [
         '--ros-args', '-r', f'__ns:={ns}', '-p', f'joint_state_rate_hz:={JOINT_STATE_HZ!r}',
         '-p', 'target_xy:=[0.55, -0.2]', '-p', f'time_scale:={time_scale!r}', *sim_args,

@@ -4,6 +4,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 SCENARIOS = ('steady', 'heavy_tail', 'step', 'fast')
+# The gateway reads its keys from here too; standard library only, so a client test process
+# (Ubuntu 22.04's Python 3.10, no gateway requirements) can name it.
+KEYS_ENV = 'SEQUENCE_AI_ROS_GATEWAY_KEYS'
 
 
 @dataclass

@@ -14,8 +14,8 @@ import threading
 
 from sequence_ai_ros.contract.key_masking import KEY_PREFIX, mask_key
 
+from .config import KEYS_ENV
 from .errors import ApiError
-from .process import KEYS_ENV
 
 _BEARER_HINT = "send 'Authorization: Bearer seq_...'"
 

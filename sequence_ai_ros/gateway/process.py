@@ -18,9 +18,7 @@ from typing import Any
 import httpx
 from sequence_ai_ros.harness.child_processes import child_env
 
-# The gateway reads its keys from here; defined in this module, which imports no starlette, so
-# a client test process (Ubuntu 22.04's Python 3.10, no gateway requirements) can start one.
-KEYS_ENV = 'SEQUENCE_AI_ROS_GATEWAY_KEYS'
+from .config import KEYS_ENV
 
 # The interpreter that runs the gateway, when not this one: a client test on an interpreter
 # the gateway's own requirements do not install on (Ubuntu 22.04's Python 3.10).
