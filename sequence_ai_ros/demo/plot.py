@@ -51,7 +51,7 @@ def render(runs: Sequence[Any], path: Path, *, title: str, scale: float,
     axes[2, 0].set_ylabel('chunk latency (s)')
     fig.suptitle(title.replace(', ', ',\n', 1) if single else title)
     arm = max(run.data.arm_joints for run in runs)
-    fig.legend(handles=_legend(arm), loc='lower center', ncol=4 if single else 12,
+    fig.legend(handles=_legend(arm), loc='lower center', ncol=5 if single else 13,
                fontsize='small', frameon=False)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)

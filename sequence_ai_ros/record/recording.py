@@ -9,6 +9,7 @@ carry the actions act() was given and the joints each observation reported.
 from dataclasses import dataclass, field
 import json
 from pathlib import Path
+import re
 from typing import Any
 
 from sequence_ai_ros.contract.action_spaces import is_absolute_space
@@ -26,6 +27,15 @@ from .schemas import (
     OBSERVATION,
     OUTCOME,
 )
+
+# size_cap.episode_path's names: 20261206T034208_609456Z_<label>.mcap
+_NAME = re.compile(r'^\d{8}T(\d\d)(\d\d)(\d\d)_\d+Z_(.+)$')
+
+
+def episode_label(path: Path) -> str:
+    """Return a short label for an episode file: '<label> hh:mm:ss' (UTC) for the node's."""
+    match = _NAME.match(Path(path).stem)
+    return f'{match[4]} {match[1]}:{match[2]}:{match[3]}' if match else Path(path).stem
 
 
 @dataclass
@@ -82,7 +92,7 @@ def load_episode(path: Path, label: str = '') -> RecordedEpisode:
                 data.joint_states.append((message.time, tuple(float(v) for v in joints)))
     if not names and data.joint_states:
         data.arm_joints = min(ARM_JOINTS, len(data.joint_states[0][1]))
-    episode = RecordedEpisode(label or Path(path).stem, data, contents, parameters)
+    episode = RecordedEpisode(label or episode_label(path), data, contents, parameters)
     space = episode.action_space
     if contents.on(ACTION) and space and not is_absolute_space(space):
         data.command_units = f'the actions act() was given ({space}), not positions'
