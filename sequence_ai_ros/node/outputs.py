@@ -60,6 +60,7 @@ class CommandOutputs:
                 config.gripper_joint, self.scale, max_effort=config.gripper_max_effort,
                 threshold=config.gripper_threshold, min_change=config.gripper_min_change)
         self.planned_s = 0.0
+        self.on_publish: Any = None  # told each arm message published (episode recording)
 
     def send(self, command: Command, ahead: Sequence[Command], period_s: float) -> None:
         """Publish one step (and, for trajectory_plan, the checked plan after it)."""
@@ -79,6 +80,8 @@ class CommandOutputs:
             self.planned_s = 0.0
             message = forward_message(positions)
         self._publisher.publish(message)
+        if self.on_publish is not None:
+            self.on_publish(message)
         if self.gripper is not None:
             self.gripper.command(command.positions[self._joints], period_s)
 
@@ -95,6 +98,8 @@ class CommandOutputs:
         else:
             message = forward_message(arm)
         self._publisher.publish(message)
+        if self.on_publish is not None:
+            self.on_publish(message)
 
     def new_episode(self) -> None:
         """Forget the gripper's last goal, so the episode's first value is sent."""

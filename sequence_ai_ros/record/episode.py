@@ -175,23 +175,29 @@ def _joint_state(fields: tuple[int, list[str], list[float]]) -> bytes:
 
 def join_event(engine: Any, prediction: Any, actions_before: int,
                previous_joins: dict[str, int]) -> dict[str, Any]:
+    """Describe the chunk `prediction` the engine has just joined (engine_join() and more)."""
+    chunk = prediction.action_chunk
+    return {'chunk': engine.stats.chunks, 'id': prediction.id, 'steps': len(chunk),
+            'action_space': chunk.action_space,
+            'control_frequency_hz': chunk.control_frequency_hz,
+            'server_inference_ms': prediction.perf.get('inference_ms'),
+            'actions_before': actions_before, 'warnings': prediction.warnings,
+            **engine_join(engine, previous_joins, prediction.rtc is not None)}
+
+
+def engine_join(engine: Any, previous_joins: dict[str, int], rtc: bool) -> dict[str, Any]:
     """
-    Describe the chunk the engine has just joined: how, after what delay, with what seam.
+    Describe how the engine has just joined a chunk: mode, delay, seam, RTC departure.
 
     `previous_joins` is the engine's join counts before it (stats.joins): the kind that grew
     is this join's. The seam jump is the largest so far (the engine measures it when the
-    chunk's first step plays); the prefix departure is this answer's, under join='rtc'.
+    chunk's first step plays); the prefix departure is this answer's, when it used a prefix.
     """
     stats = engine.stats
     kinds = [kind for kind, count in stats.joins.items() if count > previous_joins.get(kind, 0)]
-    latency = stats.latencies[-1] if stats.latencies else None
-    departure = stats.prefix_errors[-1] if stats.prefix_errors and prediction.rtc else None
-    return {'chunk': stats.chunks, 'id': prediction.id, 'steps': len(prediction.action_chunk),
-            'action_space': prediction.action_chunk.action_space,
-            'control_frequency_hz': prediction.action_chunk.control_frequency_hz,
-            'mode': engine.active_join, 'joined_as': kinds, 'latency_s': latency,
-            'server_inference_ms': prediction.perf.get('inference_ms'),
+    return {'mode': engine.active_join, 'joined_as': kinds,
+            'latency_s': stats.latencies[-1] if stats.latencies else None,
             'aligned_delay_s': engine.aligned_delay(), 'max_join_delay_s': stats.max_join_delay_s,
-            'max_seam_jump': stats.max_seam_jump, 'rtc_prefix_departure': departure,
-            'rtc_fallback': stats.rtc_fallback, 'actions_before': actions_before,
-            'warnings': prediction.warnings}
+            'max_seam_jump': stats.max_seam_jump,
+            'rtc_prefix_departure': stats.prefix_errors[-1] if rtc and stats.prefix_errors
+            else None, 'rtc_fallback': stats.rtc_fallback}

@@ -6,6 +6,7 @@ requests and answers come through a PolicyObserver. Imported only when a run rec
 client stays httpx-only.
 """
 
+from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
@@ -18,20 +19,26 @@ from .size_cap import episode_path
 class RecordingObserver:
     """A PolicyObserver that records each request, answer and failure of a Policy."""
 
-    def __init__(self, recorder: EpisodeRecorder) -> None:
-        self.recorder = recorder
+    def __init__(self, recorder: Callable[[], EpisodeRecorder | None]) -> None:
+        self.recorder = recorder  # the episode's now (the node's changes between episodes)
 
     def request_sent(self, observation: Any) -> None:
         """Record the observation as sent."""
-        self.recorder.observation(observation)
+        recorder = self.recorder()
+        if recorder is not None:
+            recorder.observation(observation)
 
     def answer_received(self, observation: Any, prediction: Any, round_trip_s: float) -> None:
         """Record the answer and its round trip."""
-        self.recorder.answer(observation, prediction, round_trip_s)
+        recorder = self.recorder()
+        if recorder is not None:
+            recorder.answer(observation, prediction, round_trip_s)
 
     def request_failed(self, observation: Any, error: BaseException) -> None:
         """Record the failure."""
-        self.recorder.error(observation, error)
+        recorder = self.recorder()
+        if recorder is not None:
+            recorder.error(observation, error)
 
 
 class RunRecording:
@@ -39,7 +46,7 @@ class RunRecording:
 
     def __init__(self, recorder: EpisodeRecorder) -> None:
         self.recorder = recorder
-        self.observer = RecordingObserver(recorder)
+        self.observer = RecordingObserver(lambda: recorder)
         self.stream: Any = None
         self._joins: dict[str, int] = {}
 
