@@ -47,6 +47,7 @@ def launch(ros, tmp_path, monkeypatch):
         namespace = next(_names)
         robot = Robot(ros.node, namespace, watch_diagnostics=True)
         folder = tmp_path / namespace
+        params = dict({'record': True}, **params)
         process = PolicyNodeProcess(namespace, node_parameters(
             base_url=gw.base_url, record_dir=str(folder), **params), ENV)
         started.append((robot, process))
