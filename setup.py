@@ -34,6 +34,9 @@ setup(
         # Optional: the local gateway and the demo's picture; the node needs neither.
         'gateway': ['starlette', 'uvicorn', 'numpy', 'pillow', 'msgpack', 'websockets>=15'],
         'demo': ['matplotlib', 'starlette', 'uvicorn', 'numpy', 'pillow'],
+        # Optional: episode recording (MCAP files) and `sequence-ai-ros report` (with 'demo').
+        # mcap-ros2-support is a rosdep key (pip) on Humble, Jazzy and Kilted; it brings mcap.
+        'record': ['mcap>=1.6', 'mcap-ros2-support>=0.6'],
         # Optional: the gateway on Ray Serve (`gateway --ray`), replicas of the policy.
         'ray': ['ray[serve]', 'starlette', 'uvicorn', 'numpy', 'pillow'],
         'test': ['pytest', 'ruff', 'mypy', 'vermin'],

@@ -1,8 +1,11 @@
 """Shared test set-up: each run gets its own ROS domain so parallel runs never cross-talk."""
 
+import atexit
 from fnmatch import fnmatch
 import os
 import random
+import shutil
+import tempfile
 
 from fixtures_gateway import *  # noqa: F401,F403
 import pytest
@@ -13,6 +16,11 @@ from ros2_tools import ros_distro
 # the first is created.
 os.environ.setdefault('ROS_DOMAIN_ID', str(random.SystemRandom().randint(1, 100)))
 os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'  # Iron and later
+# Every node the tests start records its episodes (and ROS its logs) under ROS_HOME: one folder
+# per run, not the user's ~/.ros, removed at the end unless the caller chose one.
+if 'ROS_HOME' not in os.environ:
+    os.environ['ROS_HOME'] = tempfile.mkdtemp(prefix='sequence_ai_ros_test_home_')
+    atexit.register(shutil.rmtree, os.environ['ROS_HOME'], ignore_errors=True)
 # Humble knows only ROS_LOCALHOST_ONLY; Jazzy warns on it at every init, ahead of a child's
 # first line of output (test_spin reads that line), so it is set on Humble alone.
 if ros_distro() == 'humble':

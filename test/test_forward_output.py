@@ -50,7 +50,7 @@ class Publisher:
 
 def output(measured=(0.0, 0.0)):
     node, publisher, clock = Node(), Publisher(), Clock()
-    lines = ForwardPositionOutput(node, publisher, 500.0, lambda: list(measured), clock)
+    lines = ForwardPositionOutput(node, publisher.publish, 500.0, lambda: list(measured), clock)
     return lines, node, publisher, clock
 
 

@@ -5,7 +5,7 @@ from collections.abc import Sequence
 import sys
 
 from sequence_ai_ros import __version__
-from sequence_ai_ros.cli import doctor_command, models, proxy
+from sequence_ai_ros.cli import doctor_command, models, proxy, report_command
 from sequence_ai_ros.cli.extras import run_demo, run_gateway
 from sequence_ai_ros.cli.names import PROG
 
@@ -20,7 +20,7 @@ def build_parser() -> argparse.ArgumentParser:
         'the catalogue, diagnose a set-up, run the local gateway or the demo.')
     parser.add_argument('--version', action='version', version=f'%(prog)s {__version__}')
     commands = parser.add_subparsers(dest='command', metavar='COMMAND', required=True)
-    for module in (models, doctor_command, proxy):
+    for module in (models, doctor_command, proxy, report_command):
         module.add_command(commands)
     commands.add_parser('gateway', add_help=False,
                         help='run the local gateway (see `sequence-ai-ros gateway --help`)')

@@ -21,3 +21,26 @@ class PolicyObserver:
 
     def request_failed(self, observation: Observation, error: BaseException) -> None:
         """Note that `observation`'s request ended in `error` (raised to the driver next)."""
+
+
+class ObserverList(PolicyObserver):
+    """Tell each of several observers in turn; a Policy keeps one, run(record=) adds to it."""
+
+    def __init__(self, *observers: PolicyObserver) -> None:
+        self.observers = list(observers)
+
+    def request_sent(self, observation: Observation) -> None:
+        """Tell each observer."""
+        for observer in tuple(self.observers):
+            observer.request_sent(observation)
+
+    def answer_received(self, observation: Observation, prediction: Prediction,
+                        round_trip_s: float) -> None:
+        """Tell each observer."""
+        for observer in tuple(self.observers):
+            observer.answer_received(observation, prediction, round_trip_s)
+
+    def request_failed(self, observation: Observation, error: BaseException) -> None:
+        """Tell each observer."""
+        for observer in tuple(self.observers):
+            observer.request_failed(observation, error)

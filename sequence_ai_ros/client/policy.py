@@ -16,7 +16,7 @@ import warnings
 from .engine import ChunkEngine
 from .errors import ChunkExhausted, PolicyBusy, PolicyClosed
 from .latency import LatencyWindow
-from .observer import PolicyObserver
+from .observer import ObserverList, PolicyObserver
 from .outcome import RunOutcome
 from .playback import DEFAULT_PLAYBACK, PlaybackOptions
 from .run_loop import RunCallbacks, RunLoop
@@ -54,7 +54,7 @@ class Policy:
         self._drive_lock = threading.RLock()
         self._stream: ActionStream | None = None
         self._latency = LatencyWindow()
-        self._observer = observer or PolicyObserver()
+        self._observer = ObserverList(*([observer] if observer is not None else []))
 
     def __repr__(self) -> str:
         state = 'closed' if self._closed else 'open'
@@ -78,6 +78,15 @@ class Policy:
             if isinstance(row, dict) and row.get('id') == self._model:
                 return Model.from_wire(row)
         return None
+
+    def add_observer(self, observer: PolicyObserver) -> None:
+        """Tell `observer` of every request from now on too (beside the one from connect)."""
+        self._observer.observers.append(observer)
+
+    def remove_observer(self, observer: PolicyObserver) -> None:
+        """Stop telling `observer` (added with add_observer); unknown ones are ignored."""
+        if observer in self._observer.observers:
+            self._observer.observers.remove(observer)
 
     # -- the one request ----------------------------------------------------------------------
 
@@ -194,7 +203,8 @@ class Policy:
             on_chunk: Callable[[Prediction], Any] | None = None,
             on_underrun: Callable[[float], Any] | None = None,
             on_underrun_start: Callable[[], Any] | None = None, hold_on_underrun: bool = True,
-            playback: PlaybackOptions | None = None, **options: Any) -> RunOutcome:
+            playback: PlaybackOptions | None = None, record: Any = None,
+            **options: Any) -> RunOutcome:
         """
         Run a bounded control loop and report what happened.
 
@@ -213,6 +223,8 @@ class Policy:
                      docstring has the fields and defaults, shared with the ROS node); or
                      its fields as keywords (prefetch=False, join='aligned', ...), as the
                      sequence-ai client takes them, but not both
+        record       a path: record the run as an MCAP episode file there (a directory: a new
+                     file in it), as the ROS node records; needs sequence_ai_ros[record]
         options      any other keyword goes on every request's wire body
 
         An underrun begins at the tick whose action is missing (the plan ran dry after the arm
@@ -230,9 +242,20 @@ class Policy:
         with self._driving('run'):
             if validate is None:
                 _warn_no_validate()
+            recording: Any = None
+            if record is not None:
+                # Imported here: the client needs only httpx unless a run records.
+                from sequence_ai_ros.record.run_recording import RunRecording
+                recording = RunRecording.start(record, self._model, playback, options,
+                                               max_actions)
+                on_chunk = recording.on_chunk(on_chunk)
+                self.add_observer(recording.observer)
             stream = self.new_stream(playback, on_chunk=on_chunk, **options)
             calls = RunCallbacks(observe, act, validate, hold, on_underrun, on_underrun_start,
                                  hold_on_underrun)
+            if recording is not None:
+                recording.stream = stream
+                calls = recording.wrap(calls)
             loop = RunLoop(stream, calls, max_actions, playback)
             try:
                 loop.run()
@@ -242,6 +265,9 @@ class Policy:
             finally:
                 stream.close(wait_for_inflight=False)
                 loop.finish()
+                if recording is not None:
+                    self.remove_observer(recording.observer)
+                    recording.finish(loop.outcome)
             return loop.outcome
 
     # -- lifetime ---------------------------------------------------------------------------

@@ -29,6 +29,8 @@ class RunCallbacks:
     on_underrun: Callable[[float], Any] | None = None
     on_underrun_start: Callable[[], Any] | None = None
     hold_on_underrun: bool = True
+    # Told why, after each hold (run(record=) records it).
+    on_hold: Callable[[str], Any] | None = None
 
 
 class RunLoop:
@@ -82,7 +84,7 @@ class RunLoop:
         """Hold once if the loop stopped early (never on completion), then fill the outcome."""
         try:
             if self.reason != 'completed':
-                self._hold()
+                self._hold(self.reason)
         finally:
             self._outcome_ready()
 
@@ -93,14 +95,16 @@ class RunLoop:
             return
         self._starved = True
         if self.calls.hold_on_underrun:
-            self._hold()  # before the hook: stopping the arm must not wait on a log line
+            self._hold('underrun')  # before the hook: stopping the arm must not wait on a log
         if self.calls.on_underrun_start is not None:
             self.calls.on_underrun_start()
 
-    def _hold(self) -> None:
+    def _hold(self, reason: str) -> None:
         if self.calls.hold is not None:
             self.holds += 1
             self.calls.hold()
+            if self.calls.on_hold is not None:
+                self.calls.on_hold(reason)
 
     def _refill(self) -> None:
         """Refill a dry plan: wait for a request in flight, or make one (refill-when-empty)."""

@@ -31,6 +31,14 @@ class Recording:
     # The gripper's goals and failed goals so far (its own interface), from /diagnostics.
     gripper_goals: int = 0
     gripper_failures: int = 0
+    # Holds with their reasons and failed requests, as an episode file records them.
+    holds: list[tuple[float, str]] = field(default_factory=list)
+    errors: list[tuple[float, str]] = field(default_factory=list)
+    # How many of a command's leading values are arm joints (the rest: a gripper).
+    arm_joints: int = ARM_JOINTS
+    # What a command's values are when not joint positions (plain Python records the
+    # actions act() was given: 'joint_velocity' ones are velocities), else ''.
+    command_units: str = ''
 
 
 @dataclass(frozen=True)
@@ -83,7 +91,7 @@ def seams(data: Recording, join: str) -> list[Seam]:
         start, steps = begin, int(event.get('steps', 0))
         if number == 0 or not 0 < begin < len(played):
             continue
-        jump = max(abs(a - b) for a, b in zip(played[begin][1][:ARM_JOINTS],
-                                              played[begin - 1][1][:ARM_JOINTS]))
+        arm = data.arm_joints
+        jump = max(abs(a - b) for a, b in zip(played[begin][1][:arm], played[begin - 1][1][:arm]))
         found.append(Seam(played[begin][0], begin, jump))
     return found

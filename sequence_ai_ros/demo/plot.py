@@ -1,4 +1,8 @@
-"""The demo's picture: per run, joints, task distance and chunk latency on one time axis."""
+"""
+An episode's picture: per run, joints, task distance and chunk latency on one time axis.
+
+The demo draws its episodes with it, and `sequence-ai-ros report` any recorded episode's.
+"""
 
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,13 +18,20 @@ from . import analysis
 
 ARM = analysis.ARM_JOINTS
 UNDERRUN = '#d62728'
+HOLD = '#9467bd'
 SEAM = '0.45'
 LEAD_S = 0.5  # model seconds shown before the first action: the arm at rest
 
 
-def render(runs: Sequence[Any], path: Path, *, title: str, scale: float, chunk_s: float,
-           join: str, target: Sequence[float]) -> None:
-    """Draw each run (a runner.Run) as a column of three panels and write a PNG to `path`."""
+def render(runs: Sequence[Any], path: Path, *, title: str, scale: float,
+           chunk_s: float | None, join: str, target: Sequence[float] | None) -> None:
+    """
+    Draw each run as a column of three panels and write a PNG to `path`.
+
+    A run is a summary.Run or anything with its label, data and final_distance. `target` is
+    the (x, y) the simulated arm reaches for: without it (a real robot's episode) the
+    distance panel says it is not known. `chunk_s` is the seconds one chunk covers.
+    """
     width, height, single = 7.5 * len(runs), 9.0, len(runs) == 1
     fig = Figure(figsize=(width, height), dpi=110)
     # Margins in inches, set by hand: the layout engines and outside legends of newer
@@ -39,7 +50,8 @@ def render(runs: Sequence[Any], path: Path, *, title: str, scale: float, chunk_s
     axes[1, 0].set_ylabel('tool to target (cm)')
     axes[2, 0].set_ylabel('chunk latency (s)')
     fig.suptitle(title.replace(', ', ',\n', 1) if single else title)
-    fig.legend(handles=_legend(), loc='lower center', ncol=4 if single else 12,
+    arm = max(run.data.arm_joints for run in runs)
+    fig.legend(handles=_legend(arm), loc='lower center', ncol=5 if single else 13,
                fontsize='small', frameon=False)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
@@ -53,10 +65,11 @@ def _end(run: Any, scale: float) -> float:
     return (last - played[0][0]) / scale + LEAD_S
 
 
-def _draw_run(axes: Any, run: Any, scale: float, chunk_s: float, join: str,
-              target: Sequence[float]) -> None:
+def _draw_run(axes: Any, run: Any, scale: float, chunk_s: float | None, join: str,
+              target: Sequence[float] | None) -> None:
     joints_ax, distance_ax, latency_ax = axes
     data = run.data
+    arm = data.arm_joints
     played = analysis.actions(data)
     t0 = played[0][0] if played else 0.0
 
@@ -71,24 +84,31 @@ def _draw_run(axes: Any, run: Any, scale: float, chunk_s: float, join: str,
         for ax in axes:
             ax.axvline(float(model_s(seam.time)), color=SEAM, lw=0.6, ls=':')
 
-    colors = [f'C{j}' for j in range(ARM)]
+    colors = [f'C{j % 10}' for j in range(arm)]
     if data.joint_states:
-        measured = np.array([p[:ARM] for _, p in data.joint_states])
+        measured = np.array([p[:arm] for _, p in data.joint_states])
         times = model_s([t for t, _ in data.joint_states])
         keep = times >= -LEAD_S
-        for j in range(ARM):
+        for j in range(min(arm, measured.shape[1])):
             joints_ax.plot(times[keep], measured[keep, j], color=colors[j], lw=1.4)
     if played:
-        commanded = np.array([p[:ARM] for _, p in played])
+        commanded = np.array([p[:arm] for _, p in played])
         times = model_s([t for t, _ in played])
-        for j in range(ARM):
+        for j in range(commanded.shape[1]):
             joints_ax.plot(times, commanded[:, j], color=colors[j], lw=1.0, ls=(0, (3, 2)))
         marks = [seam.index for seam in seams]
-        joints_ax.plot(np.repeat(times[marks], ARM), commanded[marks].ravel(), 'k|', ms=7)
+        joints_ax.plot(np.repeat(times[marks], commanded.shape[1]), commanded[marks].ravel(),
+                       'k|', ms=7)
+    if data.command_units:
+        joints_ax.annotate(f'commanded: {data.command_units}', xy=(0.01, 0.01),
+                           xycoords='axes fraction', fontsize='small', color='0.3')
+    for when, _ in data.holds:
+        joints_ax.plot(float(model_s(when)), 1.0, 'v', color=HOLD, ms=7,
+                       transform=joints_ax.get_xaxis_transform(), clip_on=False)
     joints_ax.set_title(_headline(run, scale), fontsize='medium')
     joints_ax.grid(alpha=0.3)
 
-    if data.joint_states:
+    if data.joint_states and target is not None and arm == ARM:
         # From the measured joints (100 Hz) rather than the sim's 10 Hz topic: the same number.
         hover = np.array([target[0], target[1], HOVER_Z])
         times = model_s([t for t, _ in data.joint_states])
@@ -100,6 +120,10 @@ def _draw_run(axes: Any, run: Any, scale: float, chunk_s: float, join: str,
         distance_ax.annotate(f'final {100 * run.final_distance:.1f} cm', xy=(1.0, 1.0),
                              xycoords='axes fraction', ha='right', va='top',
                              fontsize='small')
+    if target is None:
+        distance_ax.annotate('distance to target: not known for this episode', xy=(0.5, 0.5),
+                             xycoords='axes fraction', ha='center', va='center',
+                             fontsize='small', color='0.4')
     distance_ax.set_ylim(bottom=0.0)
     distance_ax.grid(alpha=0.3)
 
@@ -108,10 +132,11 @@ def _draw_run(axes: Any, run: Any, scale: float, chunk_s: float, join: str,
         latency = np.array([e.get('latency_s') or 0.0 for _, e in data.chunks]) / scale
         latency_ax.vlines(arrivals, 0.0, latency, color='C0', lw=2.0)
         latency_ax.plot(arrivals, latency, 'o', color='C0', ms=4)
-    latency_ax.axhline(chunk_s, color='k', lw=0.8, ls='--')
-    latency_ax.annotate(f'one chunk: {chunk_s:.2f} s', xy=(0.0, chunk_s),
-                        xycoords=('axes fraction', 'data'), xytext=(3, 3),
-                        textcoords='offset points', fontsize='small')
+    if chunk_s is not None:
+        latency_ax.axhline(chunk_s, color='k', lw=0.8, ls='--')
+        latency_ax.annotate(f'one chunk: {chunk_s:.2f} s', xy=(0.0, chunk_s),
+                            xycoords=('axes fraction', 'data'), xytext=(3, 3),
+                            textcoords='offset points', fontsize='small')
     latency_ax.set_ylim(bottom=0.0)
     latency_ax.grid(alpha=0.3)
 
@@ -120,18 +145,20 @@ def _headline(run: Any, scale: float) -> str:
     outcome = run.data.outcome or {}
     moving = outcome.get('moving_fraction')
     moving_text = 'n/a' if moving is None else f'{100 * moving:.0f}%'
+    holds = f', {len(run.data.holds)} holds' if run.data.holds else ''
     return (f'{run.label}: {outcome.get("actions", 0)} actions, {outcome.get("chunks", 0)} '
-            f'chunks, {outcome.get("underruns", 0)} underruns, moving {moving_text}')
+            f'chunks, {outcome.get("underruns", 0)} underruns{holds}, moving {moving_text}')
 
 
-def _legend() -> list[Any]:
+def _legend(arm: int) -> list[Any]:
     handles: list[Any] = [
         Line2D([], [], color='0.3', lw=1.4, label='measured'),
         Line2D([], [], color='0.3', lw=1.0, ls=(0, (3, 2)), label='commanded'),
         Line2D([], [], color=SEAM, lw=0.6, ls=':', label='seam: the next chunk starts'),
         Line2D([], [], color='k', marker='|', ls='', ms=7, label='command at a seam'),
         Patch(color=UNDERRUN, alpha=0.15, label='underrun (holding)'),
+        Line2D([], [], color=HOLD, marker='v', ls='', ms=7, label='hold'),
     ]
-    handles += [Line2D([], [], color=f'C{j}', lw=2.0, label=f'joint {j + 1}')
-                for j in range(ARM)]
+    handles += [Line2D([], [], color=f'C{j % 10}', lw=2.0, label=f'joint {j + 1}')
+                for j in range(arm)]
     return handles

@@ -112,6 +112,10 @@ class Health:
     gripper_goals: int = 0
     gripper_failures: int = 0
     gripper_problem: str = ''
+    # Where the episode is recorded (or why not), and messages dropped because the disk could
+    # not keep up: recording never delays a command.
+    recording: str = ''
+    recording_dropped: int = 0
 
 
 def error_kind(error: BaseException) -> str:
@@ -298,7 +302,9 @@ def build_statuses(health: Health, node_name: str, hardware_id: str) -> list[Dia
             ('gripper goals', str(h.gripper_goals)),
             ('gripper failures', str(h.gripper_failures)),
             ('internal errors', str(h.internal_faults)),
-            ('last internal error', h.last_internal_fault or 'none')]),
+            ('last internal error', h.last_internal_fault or 'none'),
+            ('recording', h.recording or 'n/a'),
+            ('recording dropped', str(h.recording_dropped))]),
     }
     return [_status(f'{node_name}: {part}', hardware_id, level, message, values)
             for part, ((level, message), values) in parts.items()]

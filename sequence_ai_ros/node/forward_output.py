@@ -51,12 +51,12 @@ class Segment:
 class ForwardPositionOutput:
     """Publishes forward_position commands as interpolated values at `rate_hz`."""
 
-    def __init__(self, node: Any, publisher: Any, rate_hz: float,
+    def __init__(self, node: Any, publish: Callable[[Any], None], rate_hz: float,
                  measured: Callable[[], Sequence[float] | None],
                  clock: Callable[[], float] = time.monotonic) -> None:
-        """`measured` returns the arm's measured positions, in the message's order (or None)."""
+        """Publish through `publish`; `measured` gives the arm's positions in message order."""
         self._node = node
-        self._publisher = publisher
+        self._publish_message = publish
         self._measured = measured
         self._clock = clock
         self._segment: Segment | None = None
@@ -113,4 +113,4 @@ class ForwardPositionOutput:
     def _publish(self, values: list[float]) -> None:
         self.last = values
         self.published += 1
-        self._publisher.publish(forward_message(values))
+        self._publish_message(forward_message(values))

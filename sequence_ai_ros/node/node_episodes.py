@@ -33,6 +33,7 @@ class EpisodeControl:
         if self.episode is not None:
             self.episode.close()
         self.episode = Episode(self.policy, self.config, self.inputs)
+        self._recording_started()
         self._guard.clear()
         if self._outputs is not None:
             self._outputs.new_episode()
@@ -85,6 +86,7 @@ class EpisodeControl:
         self._publish_chunk_events(episode)
         summary = episode.summary()
         self.last_summary = summary
+        self._recording_finished(summary)
         text = json.dumps(summary)
         # rclpy fixes a call site's severity at its first call: one call site per severity.
         if summary['outcome'] == 'completed':
@@ -96,7 +98,9 @@ class EpisodeControl:
 
     def _publish_chunk_events(self, episode: Episode) -> None:
         while episode.chunk_events and self._chunks_pub is not None:
-            self._chunks_pub.publish(String(data=json.dumps(episode.chunk_events.pop(0))))
+            event = episode.chunk_events.pop(0)
+            self._chunks_pub.publish(String(data=json.dumps(event)))
+            self._recorded_join(event)
 
     def _publish(self, command: Command, ahead: tuple[Command, ...], period: float) -> None:
         assert self._outputs is not None
@@ -123,6 +127,7 @@ class EpisodeControl:
         """Publish a hold at the measured positions and call the hold service, if any."""
         self.holds += 1
         self.last_hold_reason = reason
+        self._recorded_hold(reason, command)
         self.get_logger().warning(f'holding: {reason}')
         if command is not None and self._outputs is not None:
             self._outputs.hold(command.positions, self._period())

@@ -5,6 +5,7 @@ A mixin of PolicyNode (``self`` is the node): everything is created through Poli
 create_* overrides, so every callback here enters through the callback guard.
 """
 
+from dataclasses import replace
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
@@ -12,16 +13,22 @@ from rcl_interfaces.msg import SetParametersResult
 import rclpy
 from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CompressedImage, Image, JointState
+from sequence_ai_ros.record.metadata import episode_metadata
+from sequence_ai_ros.record.node_recording import NodeRecording
 from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 
+from .diagnostics import Health
 from .hold_call import HoldServiceCall
 from .outputs import CommandOutputs
-from .params import CONFIGURE_PARAMETERS, NodeConfig
+from .params import CONFIGURE_PARAMETERS, NodeConfig, PARAMETERS
 
 
 class NodeWiring:
     """Creates and releases the node's interfaces and handles what arrives on them."""
+
+    # Set at configure; None before, after cleanup, or when recording is off for good.
+    _recording: NodeRecording | None = None
 
     def _create_interfaces(self, config: NodeConfig) -> None:
         assert self.inputs is not None
@@ -39,6 +46,7 @@ class NodeWiring:
             add(self.create_subscription(Bool, config.safety_gate_topic,
                                          lambda msg: inputs.on_gate(msg.data), reliable))
         self._outputs = CommandOutputs(self, config)
+        self._create_recording(config)
         self._outcome_pub = self.create_publisher(String, '~/episode_outcome', reliable)
         self._chunks_pub = self.create_publisher(String, '~/chunks', reliable)
         add(self._chunks_pub)
@@ -57,6 +65,7 @@ class NodeWiring:
         if self.episode is not None:
             self.episode.close()
             self.episode = None
+        self._release_recording()
         self._destroy_timer()
         for entity in self._entities:
             self._destroy(entity)
@@ -83,6 +92,9 @@ class NodeWiring:
                 continue
 
     def _on_joint_state(self, msg: JointState) -> None:
+        recording = self._recording
+        if recording is not None:
+            recording.joint_state(msg)
         if self.inputs is not None:
             self.inputs.on_joint_state(list(msg.name), self._model_positions(msg),
                                        stamp_ns(msg))
@@ -125,6 +137,63 @@ class NodeWiring:
             if param.name == 'instruction' and self.inputs is not None:
                 self.inputs.instruction = str(param.value)
         return SetParametersResult(successful=True)
+
+    # -- episode recording (the writer thread does the work; these only queue) ---------------
+
+    def _create_recording(self, config: NodeConfig) -> None:
+        self._recording = NodeRecording(config.record, config.record_dir, config.record_max_mb)
+        assert self.policy is not None and self._outputs is not None
+        self.policy.add_observer(self._recording.observer)
+        self._outputs.on_publish = self._recording.command
+        if self._recording.problem and config.record:
+            self.get_logger().warning(f'episodes are not recorded: {self._recording.problem}')
+
+    def _release_recording(self) -> None:
+        recording = self._recording
+        if recording is not None:
+            # Off the control loop (cleanup, shutdown): let the last file be finished.
+            recording.finish(None, wait_s=NodeRecording.CLOSE_AT_SHUTDOWN_S)
+            self._recording = None
+
+    def _recording_started(self) -> None:
+        """Open the episode's file (called by start_episode)."""
+        recording, config = self._recording, self.config
+        if recording is None or config is None:
+            return
+        parameters = {name: getattr(config, spec.field) for name, spec in PARAMETERS.items()}
+        metadata = episode_metadata(parameters, source='sequence_ai_ros policy node',
+                                    node=self.get_fully_qualified_name(), model=config.model)
+        problem = recording.start(f'{self.get_name()}_{config.model.rsplit("/", 1)[-1]}',
+                                  metadata)
+        if problem:
+            self.get_logger().warning(f'episodes are not recorded: {problem}')
+
+    def _recorded_hold(self, reason: str, command: Any) -> None:
+        """Record a hold (called by _hold)."""
+        recording = self._recording
+        if recording is not None:
+            recording.hold(reason, command.positions if command is not None else ())
+
+    def _recorded_join(self, event: dict[str, Any]) -> None:
+        """Record a chunk joined (called as its ~/chunks event is published)."""
+        recording = self._recording
+        if recording is not None and self.episode is not None:
+            recording.join(event, self.episode.stream.engine)
+
+    def _recording_finished(self, summary: dict[str, Any]) -> None:
+        """Record the outcome; the writer thread finishes the file (called by _finish)."""
+        recording = self._recording
+        if recording is not None:
+            recording.finish(summary)
+
+    def health(self) -> Health:
+        """Report the node's health with the recording's (where, dropped) added."""
+        health: Health = super().health()  # type: ignore[misc]
+        recording = self._recording
+        if recording is not None:
+            health = replace(health, recording=recording.status,
+                             recording_dropped=recording.dropped_now)
+        return health
 
 
 def stamp_ns(msg: Any) -> int:

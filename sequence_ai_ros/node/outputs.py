@@ -62,10 +62,11 @@ class CommandOutputs:
                 config.gripper_joint, self.scale, max_effort=config.gripper_max_effort,
                 threshold=config.gripper_threshold, min_change=config.gripper_min_change)
         self.planned_s = 0.0
+        self.on_publish: Any = None  # told each arm message published (episode recording)
         # forward_position at forward_output_rate_hz: the steps as lines (forward_output.py).
         self._lines: ForwardPositionOutput | None = None
         if self.mode == FORWARD_POSITION and config.forward_output_rate_hz > 0:
-            self._lines = ForwardPositionOutput(node, self._publisher,
+            self._lines = ForwardPositionOutput(node, self._publish,
                                                 config.forward_output_rate_hz, self._measured)
 
     def send(self, command: Command, ahead: Sequence[Command], period_s: float) -> None:
@@ -90,7 +91,7 @@ class CommandOutputs:
             self.planned_s = 0.0
             message = forward_message(positions)
         if message is not None:
-            self._publisher.publish(message)
+            self._publish(message)
         if self.gripper is not None:
             self.gripper.command(command.positions[self._joints], period_s)
 
@@ -112,7 +113,7 @@ class CommandOutputs:
             return
         else:
             message = forward_message(arm)
-        self._publisher.publish(message)
+        self._publish(message)
 
     def new_episode(self) -> None:
         """Forget the gripper's last goal and the last line, so the episode starts afresh."""
@@ -132,6 +133,11 @@ class CommandOutputs:
         if self._publisher is not None:
             self._node.destroy_lifecycle_publisher(self._publisher)
             self._publisher = None
+
+    def _publish(self, message: Any) -> None:
+        self._publisher.publish(message)
+        if self.on_publish is not None:
+            self.on_publish(message)
 
     def _measured(self) -> list[float] | None:
         inputs = getattr(self._node, 'inputs', None)

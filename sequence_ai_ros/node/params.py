@@ -203,6 +203,13 @@ class NodeConfig:
         'hold', "a rejected or aborted gripper goal: 'hold' ends the episode holding, "
         "'continue' goes on (an error on /diagnostics either way)",
         validators=(one_of(GRIPPER_ON_FAILURE),))
+    record: bool = param(True, 'record each episode to an MCAP file in record_dir (what was '
+                         'sent, answered and commanded; ros2 bag and Foxglove open it); it '
+                         'stays off, saying why, where it cannot write')
+    record_dir: str = param('', "directory of the episode files; '' = "
+                            '$ROS_HOME/sequence_ai/episodes (~/.ros/sequence_ai/episodes)')
+    record_max_mb: float = param(2048.0, 'total size of record_dir kept (MB): the oldest '
+                                 'episodes are removed first', bounds=(1.0, 1e7))
 
     @property
     def playback(self) -> PlaybackOptions:

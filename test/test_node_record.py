@@ -1,0 +1,140 @@
+"""The policy node records every episode: a completed, a stopped and a held-by-fault one."""
+
+import importlib.util
+import io
+import itertools
+import json
+import os
+from pathlib import Path
+import time
+
+from PIL import Image
+import pytest
+import ros_harness
+from ros_harness import node_parameters, PolicyNodeProcess, Robot, status_values, wait_until
+from sequence_ai_ros.cli import report_command
+from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.record import schemas
+from sequence_ai_ros.record.dependency import INSTALL_HINT
+from sequence_ai_ros.record.reader import read_episode
+from std_srvs.srv import Trigger
+
+pytestmark = pytest.mark.skipif(importlib.util.find_spec('mcap_ros2') is None,
+                                reason=f'recording needs {INSTALL_HINT}')
+
+KEY = 'seq_node_record_tests_key_00000001'
+ENV = {'SEQUENCES_API_KEY': KEY}
+_names = (f'rec{i}' for i in itertools.count())
+
+
+@pytest.fixture(scope='module')
+def gateway():
+    with GatewayProcess(['--time-scale', '0.2', '--start-warm', '--latency-median-s', '0.4'],
+                        keys={KEY: 10**6}) as gw:
+        yield gw
+
+
+@pytest.fixture
+def launch(ros, tmp_path, monkeypatch):
+    """Start a recording node in a fresh namespace; yield (robot, process, record_dir)."""
+    # The node process finds the MCAP packages where this one does (a venv, or a target dir).
+    import mcap
+    monkeypatch.setattr(ros_harness, 'REPO', os.pathsep.join(
+        [ros_harness.REPO, str(Path(mcap.__file__).resolve().parents[1])]))
+    started = []
+
+    def start(gw, **params):
+        namespace = next(_names)
+        robot = Robot(ros.node, namespace, watch_diagnostics=True)
+        folder = tmp_path / namespace
+        params = dict({'record': True}, **params)
+        process = PolicyNodeProcess(namespace, node_parameters(
+            base_url=gw.base_url, record_dir=str(folder), **params), ENV)
+        started.append((robot, process))
+        wait_until(lambda: robot.change_client.service_is_ready(), 10)
+        assert robot.configure(), process.log()
+        assert robot.activate(), process.log()
+        return robot, process, folder
+    yield start
+    for robot, process in started:
+        robot.close()
+        process.stop()
+        assert KEY not in process.log()
+
+
+def finished_episode(folder, timeout=10.0):
+    """Wait for the one episode file in `folder` to be closed (its outcome in); return it."""
+    def closed():
+        files = sorted(folder.glob('*.mcap'))
+        if len(files) != 1:
+            return None
+        contents = read_episode(files[0])
+        return contents if not contents.truncated and contents.on(schemas.OUTCOME) else None
+    contents = wait_until(closed, timeout, interval=0.2)
+    assert contents, f'no finished episode file in {folder}: {list(folder.glob("*"))}'
+    return contents
+
+
+def check_episode(contents, robot, outcome, tmp_path):
+    """Check what every episode file holds, whatever the ending, and that the report draws it."""
+    (ended,) = contents.on(schemas.OUTCOME)
+    assert json.loads(ended.message.data)['outcome'] == outcome
+    # Every command the node published, exactly: the subscriber's messages, one for one.
+    recorded = [m.message for m in contents.on(schemas.ARM_COMMAND)]
+    seen = [msg for _, msg in robot.command_list()]
+    assert len(recorded) == len(seen) > 0
+    assert [list(m.points[0].positions) for m in recorded] == \
+        [list(m.points[0].positions) for m in seen]
+    assert contents.on(schemas.JOINT_STATES), 'no joint_states recorded'
+    frames = contents.on(schemas.image_topic('exterior_1'))
+    assert frames and Image.open(io.BytesIO(bytes(frames[0].message.data))).format == 'JPEG'
+    assert len(contents.on(schemas.OBSERVATION)) >= len(contents.on(schemas.JOIN)) > 0
+    parameters = json.loads(contents.metadata['parameters'])
+    assert parameters['model'] == 'pi05-droid' and parameters['record'] is True
+    raw = contents.path.read_bytes()
+    assert KEY.encode() not in raw and KEY not in repr(contents.messages)
+    png = tmp_path / f'{contents.path.stem}.png'
+    assert report_command.main([str(contents.path), '--out', str(png)]) == 0
+    with Image.open(png) as image:
+        assert image.format == 'PNG' and len(image.convert('RGB').getcolors(1 << 20)) > 50
+
+
+def test_a_completed_episode_is_recorded(gateway, launch, tmp_path):
+    robot, process, folder = launch(gateway, max_actions=60)
+    contents = finished_episode(folder)
+    check_episode(contents, robot, 'completed', tmp_path)
+    assert len(contents.on(schemas.HOLD)) == 0 or all(
+        'underrun' in json.loads(m.message.data)['reason'] for m in contents.on(schemas.HOLD))
+    latest = [s for _, s in robot.diagnostics if s.name.endswith('episode')][-1]
+    values = status_values(latest)
+    assert values['recording dropped'] == '0'
+    assert str(folder) in values['recording'], values['recording']
+
+
+def test_a_stopped_episode_is_recorded(gateway, launch, tmp_path):
+    robot, process, folder = launch(gateway, max_actions=100000)
+    assert wait_until(lambda: len(robot.command_list()) > 20, 10), process.log()
+    assert robot.call(robot.stop_client, Trigger.Request()).success
+    contents = finished_episode(folder)
+    check_episode(contents, robot, 'stopped', tmp_path)
+    reasons = [json.loads(m.message.data)['reason'] for m in contents.on(schemas.HOLD)]
+    assert reasons[-1] == 'stop requested'
+
+
+def test_an_episode_held_by_a_fault_is_recorded(gateway, launch, tmp_path):
+    robot, process, folder = launch(gateway, max_actions=100000)
+    assert wait_until(lambda: len(robot.command_list()) > 20, 10), process.log()
+    robot.publish_joints = False
+    contents = finished_episode(folder)
+    time.sleep(0.3)  # the hold and the file travel separately: the subscriber has it by now
+    check_episode(contents, robot, 'safety', tmp_path)
+    (hold,) = [json.loads(m.message.data) for m in contents.on(schemas.HOLD)
+               if 'underrun' not in m.message.data]
+    assert 'joint_states' in hold['reason']
+
+
+def test_record_false_writes_nothing(gateway, launch):
+    robot, process, folder = launch(gateway, max_actions=30, record=False)
+    assert wait_until(lambda: robot.outcomes, 20), process.log()
+    time.sleep(0.5)
+    assert not folder.exists() or not list(folder.iterdir())
