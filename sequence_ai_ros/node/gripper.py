@@ -47,7 +47,7 @@ def import_gripper_action(action: str = 'GripperCommand') -> Any:
         raise ImportError(
             f"gripper_interface 'action' needs control_msgs/action/{action} "
             '(ros-<distro>-control-msgs, part of every ros2_control install; '
-            'ParallelGripperCommand since control_msgs 5.2); it cannot be imported here'
+            'ParallelGripperCommand since control_msgs 5.1); it cannot be imported here'
         ) from exc
 
 

@@ -59,7 +59,7 @@ def gripper_command_type(action: str = 'GripperCommand') -> Any:
             f'the gripper action controller needs control_msgs/action/{action} from the ROS 2 '
             'package control_msgs, which is not on PyPI: install the ROS '
             "distribution's ros-<distro>-control-msgs (or a ros-control-msgs wheel built "
-            'for this rclpy; ParallelGripperCommand needs control_msgs 5.2 or newer)') from err
+            'for this rclpy; ParallelGripperCommand needs control_msgs 5.1 or newer)') from err
 
 
 def controller_manager_type(cli_args: Sequence[str], name: str) -> str:
