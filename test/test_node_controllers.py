@@ -15,7 +15,7 @@ from test_demo import demo
 
 HAS_CONTROL_MSGS = default_gripper_interface() == 'action'
 ACTION = pytest.param('action', marks=pytest.mark.skipif(
-    not HAS_CONTROL_MSGS, reason='control_msgs with ParallelGripperCommand is not installed'))
+    not HAS_CONTROL_MSGS, reason='control_msgs is not installed (ros-wheels)'))
 
 
 def episode(tmp_path, model, *args, seconds=16.0):
