@@ -169,22 +169,19 @@ def test_the_sim_refuses_a_type_no_plugin_provides_and_an_interface_it_lacks(ros
 
 # -- the policy node and the sim_arm, as processes --------------------------------------------
 
-def _episode(namespace, sim_params, node_params, timeout_s=60.0):
+def _episode(ros, namespace, sim_params, node_params, timeout_s=60.0):
     """Run one episode of a policy node against a sim_arm; return (outcome, node log, sim log)."""
     from lifecycle_msgs.msg import Transition
     from lifecycle_msgs.srv import ChangeState, GetState
-    import rclpy
     from ros_harness import NODE_ENV, node_parameters, PolicyNodeProcess, start_node_gateway
     from sequence_ai_ros.demo.configs import find_config
     from sequence_ai_ros.harness.service_calls import change_state
     from sim_process import SimProcess
     from std_msgs.msg import String
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    probe = rclpy.create_node('gripper_probe', context=context)
     outcomes = []
-    probe.create_subscription(String, f'/{namespace}/policy_node/episode_outcome',
-                              lambda m: outcomes.append(json.loads(m.data)), 10)
+    subscription = ros.node.create_subscription(
+        String, f'/{namespace}/policy_node/episode_outcome',
+        lambda m: outcomes.append(json.loads(m.data)), 10)
     gateway = start_node_gateway()
     sim = SimProcess(f'/{namespace}', 'gripper_controller:=gripper_action_controller',
                      'time_scale:=0.2', *sim_params,
@@ -194,50 +191,50 @@ def _episode(namespace, sim_params, node_params, timeout_s=60.0):
         gripper_interface='action', gripper_controller='gripper_action_controller',
         max_actions=150, max_step_change=1.0, **node_params)
     node = PolicyNodeProcess(namespace, params, NODE_ENV)
-    change = probe.create_client(ChangeState, f'/{namespace}/policy_node/change_state')
-    state = probe.create_client(GetState, f'/{namespace}/policy_node/get_state')
+    change = ros.node.create_client(ChangeState, f'/{namespace}/policy_node/change_state')
+    state = ros.node.create_client(GetState, f'/{namespace}/policy_node/get_state')
     try:
         assert wait_until(change.service_is_ready, 30), node.log()
         for transition in (Transition.TRANSITION_CONFIGURE, Transition.TRANSITION_ACTIVATE):
             assert change_state(change, state, transition, 30.0), node.log()[-3000:]
-        deadline = time.monotonic() + timeout_s
-        while not outcomes and time.monotonic() < deadline:
-            rclpy.spin_once(probe, timeout_sec=0.1)
+        wait_until(lambda: outcomes, timeout_s)
     finally:
         node.stop()
         sim_log = sim.stop()[1]
         gateway.close()
-        probe.destroy_node()
-        rclpy.shutdown(context=context)
+        ros.node.destroy_client(change)
+        ros.node.destroy_client(state)
+        ros.node.destroy_subscription(subscription)
     return (outcomes[0] if outcomes else None), node.log(), sim_log
 
 
 @needs_control_msgs
 @pytest.mark.parametrize('kind', [PARALLEL_TYPE, GRIPPER_COMMAND_TYPE],
                          ids=['parallel', 'gripper_command'])
-def test_a_gripper_goal_the_finger_cannot_reach_holds_the_episode(kind):
-    # Open is 0.06 m, past the finger's 0.04 m: the first goal stalls and aborts.
+def test_a_gripper_goal_the_finger_cannot_reach_holds_the_episode(ros, kind):
+    # Open is 0.06 m and closed -0.02 m, both past the finger's travel (0.04 .. 0.0 m): the
+    # first goal, open or closed, stalls and aborts.
     outcome, log, sim_log = _episode(
-        f'gripper_hold_{next(NAMES)}', ['allow_stalling:=false', 'stall_timeout:=0.3',
-                                        f'type:={kind}'],
-        {'gripper_open_position': 0.06, 'gripper_closed_position': 0.0,
-         'gripper_on_failure': 'hold'})
+        ros, f'gripper_hold_{next(NAMES)}',
+        ['allow_stalling:=false', 'stall_timeout:=0.3', f'type:={kind}'],
+        {'gripper_open_position': 0.06, 'gripper_closed_position': -0.02,
+         'gripper_threshold': 0.5, 'gripper_on_failure': 'hold'})
     action = 'ParallelGripperCommand' if kind == PARALLEL_TYPE else 'GripperCommand'
     assert f'gripper: control_msgs/action/{action} on ' in log, log[-3000:]
     assert outcome is not None, log[-3000:]
-    assert outcome['outcome'] == 'error', outcome
-    assert 'gripper_action_controller/gripper_cmd aborted the goal (stalled) at 0.04' in \
+    assert outcome['outcome'] == 'error', (outcome, sim_log[-4000:])
+    assert 'gripper_action_controller/gripper_cmd aborted the goal (stalled) at 0.0' in \
         outcome['reason'], outcome
     assert outcome['actions'] < 150
     assert 'hold requested' in sim_log, sim_log[-3000:]
 
 
 @needs_control_msgs
-def test_with_gripper_on_failure_continue_the_episode_completes_and_says_so():
+def test_with_gripper_on_failure_continue_the_episode_completes_and_says_so(ros):
     outcome, log, _ = _episode(
-        f'gripper_continue_{next(NAMES)}', ['allow_stalling:=false', 'stall_timeout:=0.3'],
-        {'gripper_open_position': 0.06, 'gripper_closed_position': 0.0,
-         'gripper_on_failure': 'continue'})
+        ros, f'gripper_continue_{next(NAMES)}', ['allow_stalling:=false', 'stall_timeout:=0.3'],
+        {'gripper_open_position': 0.06, 'gripper_closed_position': -0.02,
+         'gripper_threshold': 0.5, 'gripper_on_failure': 'continue'})
     assert outcome is not None and outcome['outcome'] == 'completed', (outcome, log[-3000:])
-    assert 'aborted the goal (stalled) at 0.04' in log
+    assert 'aborted the goal (stalled) at 0.0' in log
     assert '(gripper_on_failure: continue)' in log
