@@ -149,3 +149,44 @@ def test_no_api_key_in_shipped_files(path):
     text = path.read_text()
     assert not KEY_PATTERN.search(text)
     assert not re.search(r'^\s*api_key\s*:', text, re.M), 'the key is never a parameter'
+
+
+# -- the controllers file: the gripper controller a current install has -------------------------
+
+CONTROLLERS = REPO / 'config/ros2_control/panda_controllers.yaml'
+
+
+def test_the_controllers_file_names_the_parallel_gripper_controller_and_the_sim_serves_it(
+        context):
+    from sequence_ai_ros.sim.gripper_action import (
+        controller_manager_type,
+        GripperActionController,
+        PARALLEL_TYPE,
+    )
+    # gripper_controllers (position_controllers/...) is gone from Kilted on; the deprecation
+    # warning's 'parallel_gripper_controllers/...' is no plugin's name.
+    assert controller_manager_type(ros_args(CONTROLLERS), 'gripper_action_controller') == \
+        PARALLEL_TYPE
+    assert '#   type: position_controllers/GripperActionController' in CONTROLLERS.read_text()
+    try:
+        from control_msgs.action import ParallelGripperCommand  # noqa: F401
+    except ImportError:
+        pytest.skip('control_msgs with ParallelGripperCommand (not on PyPI) is not installed')
+    node = GripperActionController(name='gripper_action_controller', context=context,
+                                   cli_args=ros_args(CONTROLLERS), use_global_arguments=False)
+    try:
+        assert node.controller_type == PARALLEL_TYPE
+        assert [node.get_parameter(n).value for n in ('joint', 'goal_tolerance', 'max_effort',
+                                                      'allow_stalling', 'max_velocity')] == [
+            arm_model.GRIPPER_JOINT, 0.002, 20.0, True, 0.1]
+    finally:
+        node.destroy_node()
+
+
+@pytest.mark.parametrize('path', CONFIGS, ids=lambda p: p.stem)
+def test_the_gripper_goes_to_a_controller_of_the_controllers_file(context, path):
+    got = values(context, path)
+    assert got['gripper_interface'] == 'action'
+    assert f'/**/{got["gripper_controller"]}:' in CONTROLLERS.read_text()
+    assert (got['gripper_open_position'], got['gripper_closed_position']) == (
+        arm_model.FINGER_OPEN_M, arm_model.FINGER_CLOSED_M)

@@ -42,7 +42,9 @@ CASES = [
     ('pi05-droid', 'trajectory_stream', 'jazzy', 'trajectory'),
     ('pi05-droid', 'trajectory_plan', 'humble', 'trajectory'),
     ('pi05-droid', 'trajectory_plan', 'kilted', 'forward_position'),
+    # The shipped controllers file's parallel_gripper_action_controller (ParallelGripperCommand).
     ('pi05-droid', 'trajectory_plan', 'jazzy', ACTION),
+    ('pi05-droid', 'trajectory_stream', 'kilted', ACTION),
     ('pi05-droid', 'forward_velocity', 'jazzy', 'trajectory'),
     ('pi05-droid', 'forward_position', 'jazzy', 'trajectory'),
     ('cosmos3-edge-policy-droid', 'trajectory_plan', 'jazzy', 'trajectory'),
@@ -144,4 +146,6 @@ def test_a_missing_gripper_server_fails_configure_naming_it(ros, arm_and_gateway
     done, log = configure(ros, arm_and_gateway, configure_timeout_s=3.0,
                           gripper_interface='action')
     assert not done
-    assert 'no GripperCommand server on /cfg/gripper_action_controller/gripper_cmd' in log
+    assert ('gripper_interface action: no gripper action server (control_msgs/action/'
+            'GripperCommand or control_msgs/action/ParallelGripperCommand) on '
+            '/cfg/gripper_action_controller/gripper_cmd within 3.0 s') in log, log[-3000:]

@@ -29,9 +29,14 @@ __all__ = ['ARM_CONTROLLERS', 'config_value', 'controller_setup', 'DEFAULT_DISTR
 
 
 def default_gripper_interface() -> str:
-    """Return 'action' where control_msgs can be imported, else 'trajectory' (PyPI only)."""
+    """
+    Return 'action' where control_msgs has ParallelGripperCommand, else 'trajectory'.
+
+    The shipped controllers file, which the simulated controllers read, names the parallel
+    gripper controller; without control_msgs (PyPI only) the gripper takes a trajectory.
+    """
     try:
-        import control_msgs.action  # noqa: F401
+        from control_msgs.action import ParallelGripperCommand  # noqa: F401
     except ImportError:
         return 'trajectory'
     return 'action'

@@ -7,6 +7,11 @@ standard parameter services; `/<controller>/get_parameters` answers `joints`,
 or `joints` and `interface_name` (forward_command_controller). A mismatch found here would make
 the controller reject every command, so it fails configure naming it; a controller that cannot
 be asked (not running yet, another driver) is only a warning.
+
+A gripper action server is told apart by the action type it serves: gripper_action_controller
+and franka_gripper serve control_msgs/action/GripperCommand, parallel_gripper_action_controller
+(Jazzy on; the only one from Kilted on) ParallelGripperCommand. The node sends whichever is
+served; anything else on that name fails configure naming it.
 """
 
 from collections.abc import Sequence
@@ -18,11 +23,15 @@ from rcl_interfaces.srv import GetParameters
 
 from .arm_output import FORWARD_MODES, FORWARD_VELOCITY, TRAJECTORY_MODES
 
-__all__ = ['ControllerReport', 'ask_controller', 'check_controller']
+__all__ = ['ControllerReport', 'ask_controller', 'check_controller', 'gripper_action_type',
+           'GRIPPER_ACTIONS']
 
 TRAJECTORY_PARAMETERS = ('joints', 'command_interfaces', 'allow_partial_joints_goal',
                          'allow_nonzero_velocity_at_trajectory_end', 'cmd_timeout')
 FORWARD_PARAMETERS = ('joints', 'interface_name')
+# The gripper actions the node can send, by the type name the graph reports.
+GRIPPER_ACTIONS = {'control_msgs/action/GripperCommand': 'GripperCommand',
+                   'control_msgs/action/ParallelGripperCommand': 'ParallelGripperCommand'}
 
 
 @dataclass
@@ -118,3 +127,24 @@ def check_controller(values: dict[str, Any] | None, mode: str, controller: str,
                 f'controller {controller} reads its values in the order {", ".join(theirs)}; '
                 'joint_names must be in that order')
     return report
+
+
+def gripper_action_type(served: Sequence[str], name: str, waited_s: float
+                        ) -> tuple[str, str]:
+    """
+    Return (the control_msgs action to send, '') for the types served on `name`, or ('', why).
+
+    `served` is what the graph reports for the name's action servers (probe.action_server_types).
+    """
+    wanted = ' or '.join(GRIPPER_ACTIONS)
+    if not served:
+        return '', f'no gripper action server ({wanted}) on {name} within {waited_s:.1f} s'
+    if len(served) > 1:
+        return '', (f'{name} is served with several action types ({", ".join(served)}): '
+                    'two servers share the name; give each gripper its own')
+    (kind,) = served
+    if kind not in GRIPPER_ACTIONS:
+        return '', (f'{name} serves {kind}, not a gripper action: gripper_interface action '
+                    f'sends {wanted}; check gripper_controller and gripper_action_name, or '
+                    'choose the gripper_interface that controller takes')
+    return GRIPPER_ACTIONS[kind], ''

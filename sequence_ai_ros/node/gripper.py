@@ -8,8 +8,10 @@ commands stay in model units inside the node. :class:`GripperOutput` sends a tar
 changes (a gripper is not streamed at the control rate), optionally made binary at a threshold
 (DROID policies are trained with a binary gripper), on one of:
 
-action            control_msgs/action/GripperCommand (gripper_action_controller,
-                  parallel_gripper_action_controller's GripperCommand sibling, franka_gripper)
+action            control_msgs/action/GripperCommand (gripper_action_controller, franka_gripper)
+                  or ParallelGripperCommand (parallel_gripper_action_controller, which replaces
+                  gripper_action_controller from Kilted on): whichever the server on the name
+                  serves, found at configure (:meth:`GripperOutput.connect`)
 trajectory        a one-joint trajectory_msgs/JointTrajectory (a joint_trajectory_controller)
 forward_position  std_msgs/Float64MultiArray (a forward_command_controller)
 
@@ -19,6 +21,7 @@ from `gripper_on_failure` whether the episode holds or goes on.
 
 from dataclasses import dataclass
 import math
+import time
 from typing import Any
 
 from std_msgs.msg import Float64MultiArray
@@ -26,23 +29,26 @@ from trajectory_msgs.msg import JointTrajectory
 
 from .arm_output import stream_trajectory
 
-__all__ = ['GRIPPER_INTERFACES', 'GripperOutput', 'GripperScale', 'import_gripper_command']
+__all__ = ['GRIPPER_INTERFACES', 'GripperOutput', 'GripperScale', 'import_gripper_action']
 
 WITH_ARM, ACTION, TRAJECTORY, FORWARD = 'with_arm', 'action', 'trajectory', 'forward_position'
+PARALLEL = 'ParallelGripperCommand'
 GRIPPER_INTERFACES = (WITH_ARM, ACTION, TRAJECTORY, FORWARD)
 # GoalStatus values (action_msgs/GoalStatus), spelled out to keep action_msgs optional here.
 _SUCCEEDED, _CANCELED, _ABORTED = 4, 5, 6
 
 
-def import_gripper_command() -> Any:
-    """Return control_msgs' GripperCommand action type; ImportError says what to install."""
+def import_gripper_action(action: str = 'GripperCommand') -> Any:
+    """Return control_msgs' `action` type; ImportError says what to install."""
     try:
-        from control_msgs.action import GripperCommand
-    except ImportError as exc:
+        from control_msgs import action as actions
+        return getattr(actions, action)
+    except (ImportError, AttributeError) as exc:
         raise ImportError(
-            "gripper_interface 'action' needs control_msgs (ros-<distro>-control-msgs, part of "
-            'every ros2_control install); it cannot be imported here') from exc
-    return GripperCommand
+            f"gripper_interface 'action' needs control_msgs/action/{action} "
+            '(ros-<distro>-control-msgs, part of every ros2_control install; '
+            'ParallelGripperCommand since control_msgs 5.1); it cannot be imported here'
+        ) from exc
 
 
 @dataclass(frozen=True)
@@ -79,6 +85,7 @@ class GripperOutput:
         self.max_effort, self.threshold, self.min_change = max_effort, threshold, min_change
         self.goals = 0
         self.failures = 0
+        self.action = ''
         self.problem = ''
         self._failed_unseen = False
         self._node = node
@@ -86,17 +93,39 @@ class GripperOutput:
         self._action_type: Any = None
         self._client: Any = None
         self._publisher: Any = None
-        if interface == ACTION:
-            from rclpy.action import ActionClient
-            self._action_type = import_gripper_command()
-            self._client = ActionClient(node, self._action_type, name)
-        else:
+        if interface != ACTION:
             kind = JointTrajectory if interface == TRAJECTORY else Float64MultiArray
             self._publisher = node.create_publisher(kind, name, 10)
 
-    def wait_for_server(self, timeout_s: float) -> bool:
-        """Return whether the action server is there (always True for a topic)."""
-        return self._client is None or self._client.wait_for_server(timeout_sec=timeout_s)
+    def connect(self, timeout_s: float) -> str:
+        """
+        Find the action server and what it serves, then its client; return why not, or ''.
+
+        A topic connects at once. The action's type is the server's (GripperCommand or
+        ParallelGripperCommand), so the client is made only once the server is seen.
+        """
+        if self.interface != ACTION or self._client is not None:
+            return ''
+        from rclpy.action import ActionClient
+
+        from .controller_check import gripper_action_type
+        from .probe import action_server_types
+        deadline = time.monotonic() + timeout_s
+        resolved = self._resolved()
+        action, problem = gripper_action_type(
+            action_server_types(self._node, resolved, timeout_s), resolved, timeout_s)
+        if problem:
+            return problem
+        try:
+            self._action_type = import_gripper_action(action)
+        except ImportError as exc:
+            return f'{resolved} serves control_msgs/action/{action}: {exc}'
+        self.action = action
+        self._client = ActionClient(self._node, self._action_type, self.name)
+        if not self._client.wait_for_server(
+                timeout_sec=max(0.1, deadline - time.monotonic())):
+            return f'the {action} server on {resolved} is in the graph but does not answer'
+        return ''
 
     def target(self, model_value: float) -> float:
         """Return the model value that would be sent: binary at the threshold if one is set."""
@@ -112,7 +141,7 @@ class GripperOutput:
         self._sent = target
         self.goals += 1
         position = self.scale.to_joint(target)
-        if self._client is not None:
+        if self.interface == ACTION:
             self._send_goal(position)
         elif self.interface == TRAJECTORY:
             self._publisher.publish(stream_trajectory([self.joint], [position], period_s))
@@ -143,12 +172,19 @@ class GripperOutput:
 
     def _send_goal(self, position: float) -> None:
         client = self._client
-        if not client.server_is_ready():
+        if client is None or not client.server_is_ready():
             self._fail(f'gripper action server {self._resolved()} is not available')
             return
         goal = self._action_type.Goal()
-        goal.command.position = float(position)
-        goal.command.max_effort = float(self.max_effort)
+        if self.action == PARALLEL:
+            # A JointState: one position; an effort only when one is asked for, since a
+            # controller with an effort interface would write a 0 as the limit.
+            goal.command.name = [self.joint]
+            goal.command.position = [float(position)]
+            goal.command.effort = [float(self.max_effort)] if self.max_effort > 0 else []
+        else:
+            goal.command.position = float(position)
+            goal.command.max_effort = float(self.max_effort)
         client.send_goal_async(goal).add_done_callback(
             self._guarded('gripper goal response', self._on_goal_response))
 
@@ -166,7 +202,7 @@ class GripperOutput:
         if status == _ABORTED:
             stalled = ' (stalled)' if result.stalled else ''
             self._fail(f'gripper {self._resolved()} aborted the goal{stalled} at '
-                       f'{result.position:.4f}')
+                       f'{_result_position(result):.4f}')
         elif status == _SUCCEEDED:
             self.problem = ''
         elif status != _CANCELED:
@@ -187,3 +223,10 @@ class GripperOutput:
             return self._node.resolve_topic_name(self.name)
         except Exception:  # a name rclpy cannot resolve is still worth naming as given
             return self.name
+
+
+def _result_position(result: Any) -> float:
+    """Return a result's measured position: GripperCommand's field, or the JointState's."""
+    if hasattr(result, 'state'):
+        return result.state.position[0] if len(result.state.position) else math.nan
+    return result.position

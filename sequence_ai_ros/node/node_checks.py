@@ -94,11 +94,13 @@ class ConfigureChecks:
         outputs = self._outputs
         assert outputs is not None
         gripper = outputs.gripper
-        if gripper is not None and not gripper.wait_for_server(config.configure_timeout_s):
-            raise ConfigError(f'gripper_interface action: no GripperCommand server on '
-                              f'{self.resolve_topic_name(gripper.name)} within '
-                              f'{config.configure_timeout_s:.1f} s (gripper_controller, '
-                              'gripper_action_name)')
+        problem = gripper.connect(config.configure_timeout_s) if gripper is not None else ''
+        if problem:
+            raise ConfigError(f'gripper_interface {config.gripper_interface}: {problem} '
+                              '(gripper_controller, gripper_action_name)')
+        if gripper is not None and gripper.action:
+            self.get_logger().info(f'gripper: control_msgs/action/{gripper.action} on '
+                                   f'{self.resolve_topic_name(gripper.name)}')
         if not config.check_controller:
             return
         checks = [(config.controller_name, config.output_mode, outputs.arm_joints)]

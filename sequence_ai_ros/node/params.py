@@ -175,14 +175,15 @@ class NodeConfig:
                                     'velocity per second (rad/s^2, required there)',
                                     bounds=(0.0, 1e6))
     gripper_interface: str = param(
-        'with_arm', "'with_arm' (a joint of the arm's command), 'action' "
-        "(control_msgs/GripperCommand), 'trajectory' (a one-joint JointTrajectory) or "
-        "'forward_position' (Float64MultiArray) on gripper_controller",
+        'with_arm', "'with_arm' (a joint of the arm's command), 'action' (control_msgs "
+        'GripperCommand or ParallelGripperCommand, whichever the server serves), '
+        "'trajectory' (a one-joint JointTrajectory) or 'forward_position' "
+        '(Float64MultiArray) on gripper_controller',
         validators=(one_of(GRIPPER_INTERFACES),))
     gripper_controller: str = param('gripper_action_controller', "the gripper's controller: "
                                     '<name>/gripper_cmd, <name>/joint_trajectory or '
                                     '<name>/commands', convert=strip_slashes)
-    gripper_action_name: str = param('', "GripperCommand action name; '' = "
+    gripper_action_name: str = param('', "the gripper action's name; '' = "
                                      "<gripper_controller>/gripper_cmd (franka_gripper: '"
                                      "'franka_gripper/gripper_action')", convert=strip_slashes)
     gripper_open_position: float = param(0.0, "the gripper joint's position (joint_states "
@@ -191,8 +192,9 @@ class NodeConfig:
     gripper_closed_position: float = param(1.0, "the gripper joint's position for the model's "
                                            '1 = closed, e.g. 0.0 for a Panda finger, 0.8 for '
                                            'a Robotiq 2F-85')
-    gripper_max_effort: float = param(20.0, 'GripperCommand max_effort (N; 0 = the gripper '
-                                      'decides)', bounds=(0.0, 10000.0))
+    gripper_max_effort: float = param(20.0, 'GripperCommand max_effort, ParallelGripperCommand '
+                                      "effort (N; 0 = the gripper's own)",
+                                      bounds=(0.0, 10000.0))
     gripper_threshold: float = param(-1.0, 'model values at or above this close the gripper, '
                                      'below open (DROID policies are trained binary: 0.5); < 0 '
                                      '= continuous', bounds=(-1.0, 1.0))

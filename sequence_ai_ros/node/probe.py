@@ -1,5 +1,5 @@
 """
-Wait for one message or one service answer inside a callback (a lifecycle transition).
+Wait for one message, one service answer or an action server inside a callback (a transition).
 
 A short-lived node on its own executor takes the message, so the caller's executor is never
 spun from inside one of its own callbacks. (rclpy's wait_for_message has no QoS argument on
@@ -60,3 +60,20 @@ def call_service_once(node: Node, srv_type: Any, name: str, request: Any,
         return future.result() if future.done() else None
     finally:
         probe.destroy_node()
+
+
+def action_server_types(node: Node, name: str, timeout_s: float) -> list[str]:
+    """
+    Return the action types served on the fully resolved action `name`, waiting up to timeout_s.
+
+    Only an action server publishes `<name>/_action/feedback`, its type `<action>_FeedbackMessage`
+    (rclpy 3.3 has get_publishers_info_by_topic; this node's own client never publishes it).
+    """
+    topic = f'{name}/_action/feedback'
+    suffix = '_FeedbackMessage'
+    deadline = time.monotonic() + timeout_s
+    while True:
+        found = sorted({info.topic_type for info in node.get_publishers_info_by_topic(topic)})
+        if found or time.monotonic() >= deadline:
+            return [t[:-len(suffix)] if t.endswith(suffix) else t for t in found]
+        time.sleep(0.05)

@@ -34,9 +34,32 @@ So a goal fails realistically when the finger cannot come within goal_tolerance 
 the finger's travel (the hardware stops at its limit) or blocked by something in the grip.
 One deliberate difference: a goal with a non-finite position or max_effort is rejected
 (upstream would forward it), as forward_command_controller drops such commands.
+
+parallel_gripper_action_controller (the package parallel_gripper_controller, which replaces
+gripper_controllers from Kilted on) serves control_msgs/action/ParallelGripperCommand with the
+same check_for_success, stall clock, preemption and cancel. Its rules, from
+parallel_gripper_controller/include/parallel_gripper_controller/
+parallel_gripper_action_controller_impl.hpp @ 89446c8f (branch unverified; the only stored
+version), where it differs:
+
+- A goal whose command (a sensor_msgs/JointState) has not exactly one position is rejected
+  ("Received action goal with wrong number of position values, expects 1, got N",
+  goal_callback); the command's joint names are not read.
+- On acceptance (accepted_callback) the command's velocity[0] and effort[0] are used only when
+  the max_velocity_interface / max_effort_interface parameters name an interface to write
+  them to; otherwise the max_velocity and max_effort parameters are. A cancel holds with both
+  parameters (set_hold_position).
+- The result is a JointState `state` with the measured position and an effort
+  (computed_command_, which the controller never assigns: the sim reports 0), stalled and
+  reached_goal; a preempted or canceled goal's result is empty.
+- Parameters and defaults: parallel_gripper_controller/src/
+  parallel_gripper_action_controller_parameters.yaml @ 6b44ba8e (branch unverified): max_effort
+  10.0, max_velocity 0.1, stall_timeout >= 0, state_interfaces [position, velocity] (on_activate
+  refuses a list without both). The simulated finger has no max-effort or max-velocity command
+  interface, so the sim's node refuses to name one, as the controller_manager would.
 """
 
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 import math
 
@@ -202,13 +225,101 @@ class GripperAction:
             return
         settings = self.settings
         if abs(error) < settings.goal_tolerance:
-            self._finish(SUCCEEDED, GripperResult(position, self._effort, False, True))
+            self._finish(SUCCEEDED, GripperResult(position, self._result_effort(), False, True))
         elif abs(velocity) > settings.stall_velocity_threshold:
             self._last_movement = now
         elif now - self._last_movement > settings.stall_timeout:
             status = SUCCEEDED if settings.allow_stalling else ABORTED
-            self._finish(status, GripperResult(position, self._effort, True, False))
+            self._finish(status, GripperResult(position, self._result_effort(), True, False))
+
+    def _result_effort(self) -> float:
+        return self._effort
 
     def _finish(self, status: str, result: GripperResult) -> None:
         self._outcomes.append(Outcome(self._goal, status, result))
         self._goal = None
+
+
+@dataclass(frozen=True)
+class ParallelGripperSettings(GripperSettings):
+    """
+    parallel_gripper_action_controller's parameters, upstream's names and defaults.
+
+    parallel_gripper_controller/src/parallel_gripper_action_controller_parameters.yaml
+    @ 6b44ba8e (branch unverified).
+    """
+
+    max_effort: float = 10.0
+    max_velocity: float = 0.1
+    max_effort_interface: str = ''
+    max_velocity_interface: str = ''
+    state_interfaces: tuple[str, ...] = ('position', 'velocity')
+
+    def problem(self) -> str:
+        """Why these settings cannot configure and activate the controller, or ''."""
+        found = super().problem()
+        if found:
+            return found
+        if self.stall_timeout < 0.0 or self.max_velocity < 0.0:
+            return 'stall_timeout and max_velocity must be >= 0'
+        for kind in ('position', 'velocity'):
+            if kind not in self.state_interfaces:
+                return f'Expected 1 {kind} state interface'
+        return ''
+
+    def missing_interface(self, available: Sequence[str]) -> str:
+        """Return the claimed interface the hardware lacks, as a refusal, or ''."""
+        for interface in (self.max_effort_interface, self.max_velocity_interface):
+            if interface and interface not in available:
+                return f"command interface '{interface}' does not exist on this hardware"
+        return ''
+
+
+def check_parallel_goal(positions: Sequence[float]) -> str:
+    """Why a ParallelGripperCommand goal is rejected, or '' (upstream's count, then finite)."""
+    if len(positions) != 1:
+        return ('Received action goal with wrong number of position values, expects 1, got '
+                f'{len(positions)}')
+    if not math.isfinite(positions[0]):
+        return f'goal rejected: position {positions[0]} must be finite'
+    return ''
+
+
+class ParallelGripperAction(GripperAction):
+    """parallel_gripper_action_controller: GripperAction's cycle with its own goals."""
+
+    settings: ParallelGripperSettings
+
+    def __init__(self, settings: ParallelGripperSettings) -> None:
+        """Configure with `settings` and activate; ValueError if they are unusable."""
+        super().__init__(settings)
+        self._max_velocity = settings.max_velocity
+
+    @property
+    def max_velocity(self) -> float:
+        """Return the velocity limit the controller would write (a speed interface's value)."""
+        return self._max_velocity
+
+    @property
+    def max_effort(self) -> float:
+        """Return the effort limit the controller would write (an effort interface's value)."""
+        return self._max_effort
+
+    def accept_command(self, goal_id: Hashable, positions: Sequence[float],
+                       velocities: Sequence[float], efforts: Sequence[float],
+                       now: float) -> None:
+        """Make `goal_id` active; its velocity and effort count only with an interface."""
+        settings = self.settings
+        use_velocity = bool(settings.max_velocity_interface) and len(velocities) > 0
+        use_effort = bool(settings.max_effort_interface) and len(efforts) > 0
+        self.accept(goal_id, positions[0],
+                    float(efforts[0]) if use_effort else settings.max_effort, now)
+        self._max_velocity = float(velocities[0]) if use_velocity else settings.max_velocity
+
+    def _hold(self) -> None:
+        super()._hold()
+        self._max_velocity = self.settings.max_velocity
+
+    def _result_effort(self) -> float:
+        # Upstream reports computed_command_, which it never assigns.
+        return 0.0
