@@ -75,7 +75,8 @@ SYSTEM_FILES = ('test_node.py', 'test_node_controllers.py', 'test_node_*faults.p
                 'test_load.py', 'test_demo.py', 'test_ray_*.py', 'test_*_node.py',
                 'test_forward_modes.py', 'test_openpi_ros.py', 'test_ros2_*.py', 'test_spin.py',
                 'test_gateway_fuzz.py', 'test_lint_ros_style.py', 'test_rosdep.py',
-                'test_colcon_build.py', 'test_signal_exits.py', 'test_node_record.py')
+                'test_colcon_build.py', 'test_signal_exits.py', 'test_node_record.py',
+                'test_node_gripper_action.py', 'test_sim_parallel_gripper_action.py')
 
 
 def pytest_configure(config):

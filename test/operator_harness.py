@@ -332,9 +332,11 @@ def real_answer(gateway: GatewayProcess) -> dict:
 
 
 @contextlib.contextmanager
-def operator_session(ros, namespace: str = NAMESPACE):
+def operator_session(ros, namespace: str = NAMESPACE, record_dir=None):
     """
     Start gateway, proxy and node, run a warm-up episode, yield the Session; stop them all.
+
+    With `record_dir` the node records every episode there.
 
     Not ros_harness.running_node: its warm-up starts at once after activate, and a gate not
     heard yet ends that episode (rightly). The warm-up fills the connection pool, so the
@@ -343,6 +345,8 @@ def operator_session(ros, namespace: str = NAMESPACE):
     gateway = session_gateway().start()
     proxy = FaultProxy('127.0.0.1', gateway.port).start()
     params = session_parameters(proxy.url())
+    if record_dir is not None:
+        params.update(record=True, record_dir=str(record_dir))
     robot = AuditedRobot(ros.node, namespace, params)
     process = PolicyNodeProcess(namespace, params, NODE_ENV)
     try:

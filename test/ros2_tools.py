@@ -274,7 +274,7 @@ def start(processes: list[Ros2Process], args: list[str], env: dict[str, str],
 def sim_arm(processes: list[Ros2Process], env: dict[str, str], cwd: Path, namespace: str,
             command_topic: str = '') -> Ros2Process:
     """Start the simulated arm with `ros2 run` in `namespace`, commanded on `command_topic`."""
-    # As on a robot: the shipped controllers file, the gripper on its GripperCommand action
+    # As on a robot: the shipped controllers file, the gripper on its ParallelGripperCommand action
     # (control_msgs as `make venv` generates it), the arm's JTC on 7 joints.
     args = ['run', PACKAGE, 'sequence_ai_sim_arm', '--ros-args', '-r', f'__ns:=/{namespace}',
             '-p', f'time_scale:={SCALE}', '-p', 'gripper_controller:=gripper_action_controller',

@@ -25,16 +25,20 @@ import random
 
 from operator_harness import operator_session
 from operator_plan import run_step, SEED_ENV, session_plan
+from sequence_ai_ros.cli import report_command
+from sequence_ai_ros.record.reader import read_episode
+from sequence_ai_ros.record.schemas import OUTCOME
 
 RSS_GROWTH_KIB = 32 * 1024
 
 
-def test_one_node_through_an_operators_day(ros):
+def test_one_node_through_an_operators_day(ros, tmp_path):
     seed = int(os.environ.get(SEED_ENV) or random.SystemRandom().randrange(1, 10**6))
     plan = session_plan(random.Random(seed))
     print(f'operator session: seed {seed}, {len(plan)} steps')
     records = []
-    with operator_session(ros) as session:
+    episodes_dir = tmp_path / 'episodes'
+    with operator_session(ros, record_dir=episodes_dir) as session:
         step = None
         try:
             for step in plan:
@@ -52,7 +56,25 @@ def test_one_node_through_an_operators_day(ros):
             print('stalls of this side (steps rerun):', session.stalls or 'none')
             print('holds (what, s, allowed s):', session.holds)
             print('node RSS (KiB) after each step:', [kib for _, kib in session.rss_kib])
-        outcomes = {json.loads(text)['outcome'] for text in session.robot.outcomes}
+        published = [json.loads(text)['outcome'] for text in session.robot.outcomes]
         first, last = session.rss_kib[0][1], session.rss_kib[-1][1]
+    outcomes = set(published)
     assert outcomes >= {'completed', 'stopped', 'safety', 'error'}, outcomes
     assert last - first <= RSS_GROWTH_KIB, (first, last, session.rss_kib)
+    assert_every_episode_recorded(episodes_dir, published, tmp_path)
+
+
+def assert_every_episode_recorded(episodes_dir, published, tmp_path):
+    """One readable file per episode, ending as its ~/episode_outcome said; `report` draws."""
+    files = sorted(episodes_dir.glob('*.mcap'))
+    assert len(files) == len(published), (len(files), len(published))
+    recorded = []
+    for path in files:
+        ends = read_episode(path).on(OUTCOME)
+        assert len(ends) == 1, (path.name, len(ends))
+        recorded.append(json.loads(ends[0].message.data)['outcome'])
+    assert sorted(recorded) == sorted(published)
+    for path in {files[0], files[-1], files[len(files) // 2]}:
+        picture = tmp_path / f'{path.stem}.png'
+        assert report_command.main([str(path), '--out', str(picture)]) == 0
+        assert picture.stat().st_size > 10_000
