@@ -4,10 +4,12 @@ The output-modes bench's measures, from one run's recorded series (numpy only, n
 Definitions (the bench's RESULTS.md section repeats them):
 
 - **target** of a command: where the node wants the arm one control period after it sent it
-  (the step's action lasts one period): the positions of a trajectory's first point or of a
-  forward_position command; for forward_velocity the node's own integrated target, rebuilt as
-  its CommandMapper builds it (from the measured positions at the first command and after
-  each hold, plus velocity x period per step). Holds are left out.
+  (the step's action lasts one period; a trajectory's first point when its time_from_start
+  says, which after a late trajectory_plan tick is the last plan's due time): the positions
+  of a trajectory's first point or of a forward_position command; for forward_velocity the
+  node's own integrated target, rebuilt as its CommandMapper builds it (from the measured
+  positions at the first command and after each hold, plus velocity x period per step).
+  Holds are left out.
 - **tracking error**: the joint-space (7 arm joints, Euclidean, rad) distance, every 5 ms,
   between the measured positions and the commanded path (the targets joined linearly from
   one due time to the next), where consecutive due times are at most GAP_PERIODS apart (a
@@ -68,7 +70,7 @@ def position_at(t: np.ndarray, q: np.ndarray, when: float) -> np.ndarray:
 
 def targets(series: Series, mode: str, period: float, t: np.ndarray, q: np.ndarray
             ) -> list[tuple[float, np.ndarray]]:
-    """Return (sent time, target) for every command that is not a hold."""
+    """Return (due time, target) for every command that is not a hold."""
     with series.lock:
         sent = list(series.sent)
     out: list[tuple[float, np.ndarray]] = []
@@ -81,9 +83,12 @@ def targets(series: Series, mode: str, period: float, t: np.ndarray, q: np.ndarr
             if target is None:
                 target = position_at(t, q, command.time)
             target = target + np.array(command.first[:ARM]) * period
-            out.append((command.time, target))
+            out.append((command.time + period, target))
         else:
-            out.append((command.time, np.array(command.first[:ARM])))
+            # A trajectory's first point is due when it says (trajectory_plan after a late
+            # tick keeps the last plan's due times), a forward position one period on.
+            due_s = period if command.first_s is None else command.first_s
+            out.append((command.time + due_s, np.array(command.first[:ARM])))
     return out
 
 
@@ -92,7 +97,7 @@ def tracking(goals: Sequence[tuple[float, np.ndarray]], period: float, t: np.nda
     """Return RMS and max distance (rad) between the measured and the commanded path."""
     if len(goals) < 2:
         return math.nan, math.nan
-    due = np.array([sent + period for sent, _ in goals])
+    due = np.array([when for when, _ in goals])
     path = np.array([goal for _, goal in goals])
     grid = _grid(t, window)
     k = np.searchsorted(due, grid, side='right') - 1
