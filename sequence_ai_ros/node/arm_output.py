@@ -11,7 +11,9 @@ trajectory_stream  one point per control step on <controller>/joint_trajectory: 
                    where the arm is and holds the point if the next message is late.
 trajectory_plan    the next `plan_ahead_s` of the buffered plan on every step: positions with
                    velocities, the last point at rest. The controller's spline carries the arm
-                   through a late tick and stops it at the end of what was checked and sent.
+                   through a late tick and stops it at the end of what was checked and sent;
+                   the message after a late tick starts where that carried it (the episode
+                   skips the steps already due and keeps their due times: first_s).
 forward_position   std_msgs/Float64MultiArray positions on <controller>/commands
 forward_velocity   std_msgs/Float64MultiArray velocities on <controller>/commands. Upstream's
                    forward_command_controller keeps the last command forever: the node sends
