@@ -70,7 +70,7 @@ def position_at(t: np.ndarray, q: np.ndarray, when: float) -> np.ndarray:
 
 def targets(series: Series, mode: str, period: float, t: np.ndarray, q: np.ndarray
             ) -> list[tuple[float, np.ndarray]]:
-    """Return (due time, target) for every command that is not a hold."""
+    """Return (sent time, target) for every command that is not a hold."""
     with series.lock:
         sent = list(series.sent)
     out: list[tuple[float, np.ndarray]] = []
@@ -83,12 +83,12 @@ def targets(series: Series, mode: str, period: float, t: np.ndarray, q: np.ndarr
             if target is None:
                 target = position_at(t, q, command.time)
             target = target + np.array(command.first[:ARM]) * period
-            out.append((command.time + period, target))
+            out.append((command.time, target))
         else:
             # A trajectory's first point is due when it says (trajectory_plan after a late
-            # tick keeps the last plan's due times), a forward position one period on.
-            due_s = period if command.first_s is None else command.first_s
-            out.append((command.time + due_s, np.array(command.first[:ARM])))
+            # tick keeps the last plan's due times): counted as sent that much off one period.
+            shift = 0.0 if command.first_s is None else command.first_s - period
+            out.append((command.time + shift, np.array(command.first[:ARM])))
     return out
 
 
@@ -97,7 +97,7 @@ def tracking(goals: Sequence[tuple[float, np.ndarray]], period: float, t: np.nda
     """Return RMS and max distance (rad) between the measured and the commanded path."""
     if len(goals) < 2:
         return math.nan, math.nan
-    due = np.array([when for when, _ in goals])
+    due = np.array([sent + period for sent, _ in goals])
     path = np.array([goal for _, goal in goals])
     grid = _grid(t, window)
     k = np.searchsorted(due, grid, side='right') - 1
