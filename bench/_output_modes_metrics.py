@@ -4,10 +4,12 @@ The output-modes bench's measures, from one run's recorded series (numpy only, n
 Definitions (the bench's RESULTS.md section repeats them):
 
 - **target** of a command: where the node wants the arm one control period after it sent it
-  (the step's action lasts one period): the positions of a trajectory's first point or of a
-  forward_position command; for forward_velocity the node's own integrated target, rebuilt as
-  its CommandMapper builds it (from the measured positions at the first command and after
-  each hold, plus velocity x period per step). Holds are left out.
+  (the step's action lasts one period; a trajectory's first point when its time_from_start
+  says, which after a late trajectory_plan tick is the last plan's due time): the positions
+  of a trajectory's first point or of a forward_position command; for forward_velocity the
+  node's own integrated target, rebuilt as its CommandMapper builds it (from the measured
+  positions at the first command and after each hold, plus velocity x period per step).
+  Holds are left out.
 - **tracking error**: the joint-space (7 arm joints, Euclidean, rad) distance, every 5 ms,
   between the measured positions and the commanded path (the targets joined linearly from
   one due time to the next), where consecutive due times are at most GAP_PERIODS apart (a
@@ -84,7 +86,10 @@ def targets(series: Series, mode: str, period: float, t: np.ndarray, q: np.ndarr
             target = target + np.array(command.first[:ARM]) * period
             out.append((command.time, target))
         else:
-            out.append((command.time, np.array(command.first[:ARM])))
+            # A trajectory's first point is due when it says (trajectory_plan after a late
+            # tick keeps the last plan's due times): counted as sent that much off one period.
+            shift = 0.0 if command.first_s is None else command.first_s - period
+            out.append((command.time + shift, np.array(command.first[:ARM])))
     return out
 
 

@@ -40,13 +40,15 @@ class Sent:
 
     `first` is the step's own value (positions; velocities for forward_velocity), `last` the
     end of what the message commits the arm to (a trajectory's last point), `velocities` the
-    first point's (empty when the message carries none).
+    first point's (empty when the message carries none), `first_s` when the first point is
+    due after receipt (a trajectory's time_from_start; None for a forward command).
     """
 
     time: float
     first: Vector
     last: Vector
     velocities: Vector
+    first_s: float | None = None
 
 
 @dataclass
@@ -134,7 +136,9 @@ class ModeRecorder(Recorder):
         first, last = msg.points[0], msg.points[-1]
         with self.series.lock:
             self.series.sent.append(Sent(now, tuple(first.positions), tuple(last.positions),
-                                         tuple(first.velocities)))
+                                         tuple(first.velocities),
+                                         first.time_from_start.sec
+                                         + first.time_from_start.nanosec * 1e-9))
 
     def _on_forward(self, msg: Float64MultiArray) -> None:
         now = time.time()

@@ -306,3 +306,70 @@ def test_success_goes_on_commanding_the_last_point_and_messages_are_numbered():
     run.tick()
     assert run.ex.holding and run.ex.running == 0  # the controller's own hold has no number
     np.testing.assert_allclose(run.until(run.t + 0.2)[-1][1], [0.4, 0.5, -0.5])
+
+
+# -- cmd_timeout at the end of an episode --------------------------------------------------------
+
+def first_update_after(t):
+    """Return the first update time (a multiple of DT) strictly after `t`."""
+    return (math.floor(t / DT + 1e-9) + 1) * DT
+
+
+def warned_at(run, t_end):
+    """Run to `t_end` following the commands; return the time of the first WARN, or None."""
+    while run.t <= t_end + 1e-9:
+        t = run.t
+        run.tick()
+        if any(level == 'warn' for level, _ in run.logs):
+            return t
+    return None
+
+
+@pytest.mark.parametrize('distro', ['humble', 'kilted'])
+def test_the_episode_end_the_node_used_to_send_times_out_cmd_timeout_after_its_point(distro):
+    """
+    What the real Kilted JTC logged after every trajectory episode, at the same moment.
+
+    The node's end-at-rest message (one point, at rest, due one 15 Hz period after receipt)
+    on the topic: upstream fires cmd_timeout at the first update whose time is more than
+    cmd_timeout past that point (the message starts at the update after its receipt).
+    """
+    from sequence_ai_ros.node.arm_output import hold_trajectory
+    run = Run(distro, cmd_timeout=0.5)
+    sent = run.t
+    assert run.ex.receive(trajectory_from_msg(hold_trajectory(JOINTS, Q0 + 0.01, 1 / 15)),
+                          sent) is None
+    start = run.t  # the next update takes the message up
+    at_ = warned_at(run, sent + 2.0)
+    assert run.logs == [('warn', 'Aborted due to command timeout')]
+    # The first update more than 0.5 s past the point (0.5667 s after the message started).
+    assert at_ == pytest.approx(first_update_after(start + 1 / 15 + 0.5))
+    assert run.ex.holding
+
+
+@pytest.mark.parametrize('distro', ['humble', 'kilted'])
+def test_an_episodes_last_message_rests_so_cmd_timeout_passes_silently(distro):
+    """The node's final hold: its rest point is where cmd_timeout counts from (a day on)."""
+    from sequence_ai_ros.node.arm_output import FINAL_REST_S, hold_trajectory
+    run = Run(distro, cmd_timeout=0.5)
+    goal = Q0 + 0.01
+    final = hold_trajectory(JOINTS, goal, 1 / 15, FINAL_REST_S)
+    assert run.ex.receive(trajectory_from_msg(final), run.t) is None
+    assert warned_at(run, 5.0) is None and run.logs == []
+    np.testing.assert_allclose(run.q, goal, atol=1e-12)  # at rest where the episode ended
+    assert not run.ex.holding  # still the node's message, not the controller's own hold
+    # The rule is unchanged: with a short rest it fires cmd_timeout after the rest point.
+    run = Run(distro, cmd_timeout=0.5)
+    run.ex.receive(trajectory_from_msg(hold_trajectory(JOINTS, goal, 1 / 15, 2.0)), run.t)
+    start = run.t
+    assert warned_at(run, start + 3.5) == pytest.approx(first_update_after(start + 1 / 15 + 2.5))
+
+
+def test_a_goal_that_succeeded_disarms_cmd_timeout():
+    """The one upstream way to end silently: set_success_trajectory_point sets holding."""
+    run = Run('kilted', cmd_timeout=0.5)
+    run.ex.accept(TrajectoryMsg(JOINTS, (pt([0.4, 0.5, -0.5], 0.2, [0.0] * 3),)))
+    run.until(run.t + 0.3)
+    assert not run.ex.before_last_point
+    run.ex.succeed()
+    assert warned_at(run, run.t + 2.0) is None and run.logs == []

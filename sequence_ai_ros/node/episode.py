@@ -38,13 +38,15 @@ class Tick:
     """
     What the node must do this tick. `command` is set for COMMAND, HOLD and a holding END.
 
-    `ahead` are the checked commands after `command`, one period apart (trajectory_plan).
+    `ahead` are the checked commands after `command`, one period apart (trajectory_plan);
+    `first_s` is when `command` is due after receipt (None: one period).
     """
 
     kind: str
     command: Command | None = None
     reason: str = ''
     ahead: tuple[Command, ...] = ()
+    first_s: float | None = None
 
 
 class Episode:
@@ -76,6 +78,10 @@ class Episode:
         self.last_command: Command | None = None
         # The velocities last sent (forward_velocity); None = from rest, after every hold.
         self.last_velocities: tuple[float, ...] | None = None
+        # trajectory_plan: when the last command sent is due, and how many checked steps
+        # went after it (None after a hold: the next plan starts from rest).
+        self._plan_due: float | None = None
+        self._plan_sent = 0
         self._retry_at = 0.0
         self._grace_until = self.started + max(config.joint_state_timeout_s,
                                                config.camera_timeout_s)
@@ -126,7 +132,10 @@ class Episode:
         if step is None:
             return self._starved()
         self.last_error, self.last_error_kind, self.warming_eta_s = '', '', None
-        return self._play(step.values)
+        skip, first_s = self._catch_up(now)
+        values = [step.values] + [self.stream.engine.next_action(now).values
+                                  for _ in range(skip)]
+        return self._play(values, now, first_s)
 
     def end(self, outcome: str, reason: str, *, hold: bool) -> Tick:
         """Stop for good: drop the plan and the requests in flight; hold if asked."""
@@ -219,7 +228,32 @@ class Episode:
         self.holds += 1
         return Tick(HOLD, self._hold_command(), 'underrun: the next chunk has not arrived')
 
-    def _play(self, action: list[float]) -> Tick:
+    def _catch_up(self, now: float) -> tuple[int, float | None]:
+        """
+        Return (steps to skip, first_s) for trajectory_plan's command at `now`.
+
+        While a tick is late (a stalled process, a busy machine) the controller carries the
+        arm along the last plan; a new plan from the next step, due one period from now,
+        would take it back over that ground. So the last plan's steps due before now + half a
+        period are skipped (checked and sent: the controller is playing them) and the new
+        plan keeps their due times. Never past what was sent: there the arm is at rest, and
+        the next plan starts from it one period from now.
+        """
+        if self.config.output_mode != PLAN or self._plan_due is None:
+            return 0, None
+        period = self.period
+        # Leave one action for this tick's command, and skip only steps still in the plan.
+        limit = min(self._plan_sent, self.config.max_actions - self.actions - 1,
+                    len(self.stream.upcoming(self._plan_sent)))
+        skip, due = 0, self._plan_due + period
+        while due - now < period / 2 and skip < limit:
+            skip, due = skip + 1, due + period
+        if due - now < period / 2:
+            return skip, period
+        return skip, due - now
+
+    def _play(self, values: list[list[float]], now: float, first_s: float | None) -> Tick:
+        """Play the step `values[-1]`, after the skipped `values[:-1]` (_catch_up)."""
         measured = self.inputs.last_finite_positions
         assert measured is not None  # _input_problem guarantees a finite joint state
         if self.mapper is None:
@@ -236,26 +270,31 @@ class Episode:
                 self.mapper.reset(measured)  # the hold stopped the arm where it is
                 resumed = True
             self.state = 'running'
-        try:
-            command = self.mapper.command(action, self.period)
-        except ValueError as exc:
-            return self.end('error', f'chunk: {exc}', hold=True)
         # After a hold the arm may have coasted past the hold command before stopping; the
         # integration restarts from where it is now, so that is what the step is measured from.
         previous = self.last_command.positions if self.last_command and not resumed \
             else measured
-        problem = check_command(command.positions, previous, self.limits,
-                                names=self.inputs.layout) or self._velocity_problem(command)
-        if problem:
-            return self.end('safety', f'action: {problem}', hold=True)
-        self.last_command = command
-        self.actions += 1
+        for action in values:
+            try:
+                command = self.mapper.command(action, self.period)
+            except ValueError as exc:
+                return self.end('error', f'chunk: {exc}', hold=True)
+            # A skipped step is checked as if sent: the step after it is measured from it.
+            problem = check_command(command.positions, previous, self.limits,
+                                    names=self.inputs.layout) or self._velocity_problem(command)
+            if problem:
+                return self.end('safety', f'action: {problem}', hold=True)
+            self.last_command, previous = command, command.positions
+            self.actions += 1
         ahead = self._checked_ahead(command)
+        if self.config.output_mode == PLAN:
+            self._plan_due = now + (self.period if first_s is None else first_s)
+            self._plan_sent = len(ahead)
         if self.actions >= self.config.max_actions:
             # The last command still goes out; the node sees `running` drop and reports.
             self.state, self.outcome, self.reason = 'ended', 'completed', 'completed'
             self.stream.close(wait_for_inflight=False)
-        return Tick(COMMAND, command, ahead=ahead)
+        return Tick(COMMAND, command, ahead=ahead, first_s=first_s)
 
     def _velocity_problem(self, command: Command) -> str | None:
         """Check a forward_velocity command's speeds and accelerations (None elsewhere)."""
@@ -313,4 +352,5 @@ class Episode:
         if positions:
             self.last_command = hold
         self.last_velocities = None
+        self._plan_due = None
         return hold

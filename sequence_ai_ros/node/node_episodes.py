@@ -46,7 +46,7 @@ class EpisodeControl:
         if episode is None or not episode.running:
             return False, 'no episode is running'
         tick = episode.end('stopped', reason, hold=True)
-        self._hold(tick.command, reason)
+        self._hold(tick.command, reason, final=True)
         self._finish(episode)
         return True, f'episode stopped ({reason})'
 
@@ -71,10 +71,10 @@ class EpisodeControl:
             tick = episode.end('error', f'{type(exc).__name__}: {exc}', hold=True)
         self._publish_chunk_events(episode)
         if tick.kind == COMMAND and tick.command is not None:
-            self._publish(tick.command, tick.ahead, episode.period)
+            self._publish(tick.command, tick.ahead, episode.period, tick.first_s)
             self._check_gripper(episode)
         elif tick.kind in (HOLD, END) and tick.command is not None:
-            self._hold(tick.command, tick.reason)
+            self._hold(tick.command, tick.reason, final=tick.kind == END)
         if not episode.running:
             if episode.outcome == 'completed' and episode.last_command is not None:
                 self._settle(episode.last_command)
@@ -102,14 +102,15 @@ class EpisodeControl:
             self._chunks_pub.publish(String(data=json.dumps(event)))
             self._recorded_join(event)
 
-    def _publish(self, command: Command, ahead: tuple[Command, ...], period: float) -> None:
+    def _publish(self, command: Command, ahead: tuple[Command, ...], period: float,
+                 first_s: float | None) -> None:
         assert self._outputs is not None
-        self._outputs.send(command, ahead, period)
+        self._outputs.send(command, ahead, period, first_s)
 
     def _settle(self, last: Command) -> None:
         """End a completed episode at rest at its last target (no hold service: no doubt)."""
         if self._outputs is not None and last.positions:
-            self._outputs.hold(last.positions, self._period())
+            self._outputs.hold(last.positions, self._period(), final=True)
 
     def _check_gripper(self, episode: Episode) -> None:
         """Act on a rejected or aborted gripper goal as gripper_on_failure says."""
@@ -119,18 +120,22 @@ class EpisodeControl:
             return
         if self.config.gripper_on_failure == 'hold':
             tick = episode.end('error', failure, hold=True)
-            self._hold(tick.command, failure)
+            self._hold(tick.command, failure, final=True)
         else:
             self.get_logger().error(f'{failure} (gripper_on_failure: continue)')
 
-    def _hold(self, command: Command | None, reason: str) -> None:
-        """Publish a hold at the measured positions and call the hold service, if any."""
+    def _hold(self, command: Command | None, reason: str, final: bool = False) -> None:
+        """
+        Publish a hold at the measured positions and call the hold service, if any.
+
+        `final`: the hold ends the episode (its last message: CommandOutputs.hold).
+        """
         self.holds += 1
         self.last_hold_reason = reason
         self._recorded_hold(reason, command)
         self.get_logger().warning(f'holding: {reason}')
         if command is not None and self._outputs is not None:
-            self._outputs.hold(command.positions, self._period())
+            self._outputs.hold(command.positions, self._period(), final=final)
         if self._hold_call is not None:
             self._hold_call.request()
 

@@ -16,6 +16,7 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from .arm_output import (
+    FINAL_REST_S,
     forward_message,
     FORWARD_POSITION,
     FORWARD_VELOCITY,
@@ -69,14 +70,20 @@ class CommandOutputs:
             self._lines = ForwardPositionOutput(node, self._publish,
                                                 config.forward_output_rate_hz, self._measured)
 
-    def send(self, command: Command, ahead: Sequence[Command], period_s: float) -> None:
-        """Publish one step (and, for trajectory_plan, the checked plan after it)."""
+    def send(self, command: Command, ahead: Sequence[Command], period_s: float,
+             first_s: float | None = None) -> None:
+        """
+        Publish one step (and, for trajectory_plan, the checked plan after it).
+
+        trajectory_plan: `command` is due `first_s` after receipt (default one period).
+        """
         positions = self._arm_positions(command)
         if self.mode == PLAN:
             steps = [command, *ahead]
-            self.planned_s = len(steps) * period_s
+            first = period_s if first_s is None else first_s
+            self.planned_s = first + (len(steps) - 1) * period_s
             message: Any = plan_trajectory(self.arm_joints, [self._arm_command(s) for s in steps],
-                                           len(self.arm_joints), period_s)
+                                           len(self.arm_joints), period_s, first)
         elif self.mode in TRAJECTORY_MODES:
             self.planned_s = period_s
             message = stream_trajectory(self.arm_joints, positions, period_s)
@@ -95,14 +102,21 @@ class CommandOutputs:
         if self.gripper is not None:
             self.gripper.command(command.positions[self._joints], period_s)
 
-    def hold(self, positions: Sequence[float], period_s: float) -> None:
-        """Replace anything sent before with a stop at `positions` (model units), at once."""
+    def hold(self, positions: Sequence[float], period_s: float, final: bool = False) -> None:
+        """
+        Replace anything sent before with a stop at `positions` (model units), at once.
+
+        `final`: the episode's last message; a trajectory hold then rests FINAL_REST_S at
+        `positions`, so the controller's cmd_timeout does not end a finished episode with a
+        WARN (arm_output's docstring).
+        """
         self.planned_s = 0.0
         if not positions:
             return
         arm = self._arm_positions(Command(tuple(positions), ()))
         if self.mode in TRAJECTORY_MODES:
-            message: Any = hold_trajectory(self.arm_joints, arm, max(period_s, MIN_HOLD_S))
+            message: Any = hold_trajectory(self.arm_joints, arm, max(period_s, MIN_HOLD_S),
+                                           FINAL_REST_S if final else 0.0)
         elif self.mode == FORWARD_VELOCITY:
             message = forward_message([0.0] * self._joints)
         elif self._lines is not None:

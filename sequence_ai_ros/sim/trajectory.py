@@ -28,7 +28,11 @@ unverified) unless another version is named:
   now (lines 121-151); after the last point its positions are commanded on (lines 153-166).
 - cmd_timeout (off at 0, and dropped unless greater than constraints.goal_time: lines
   1259-1278) counts from the last point's time: once it is exceeded, "Aborted due to command
-  timeout" and the controller holds the measured position (lines 370-389).
+  timeout" and the controller holds the measured position (lines 370-389). Only while not
+  holding: every accepted message, on the topic (topic_callback) or as a goal
+  (goal_accepted_callback), arms it again; the controller's own holds disarm it
+  (set_hold_position, and set_success_trajectory_point when a goal succeeds). A topic
+  message therefore always ends with that WARN unless another replaces it.
 - At activation, and on hold(), the controller holds the measured position (a one-point,
   zero-time trajectory), as set_hold_position() does (lines 1255-1257, 2163-2173;
   init_hold_position_msg, lines 2386-2410).
