@@ -28,9 +28,10 @@ JAZZY_TESTS ?= $(addprefix test/test_,$(addsuffix .py, \
 	config_files demo diagnostic_analyzers forward_modes forward_output humble_api images \
 	interfaces launch node node_arm_output node_commands node_controllers node_diagnostics \
 	node_faults node_gateway_faults node_gripper_action node_guard node_inputs \
-	node_lifecycle_abuse node_record openpi_ros operator_session params ros2_cli ros2_launch \
-	secrets sim_forward_command sim_gripper_action sim_joint_limits sim_jtc_node sim_node \
-	sim_parallel_gripper_action sim_parallel_gripper_rules sim_trajectory soak spin))
+	node_lifecycle_abuse node_record node_trajectory_modes openpi_ros operator_session params \
+	ros2_cli ros2_launch secrets sim_forward_command sim_gripper_action sim_joint_limits \
+	sim_jtc_node sim_node sim_parallel_gripper_action sim_parallel_gripper_rules \
+	sim_trajectory soak spin))
 # ROS 2 reached only through a sourced setup script, as on a robot: children must keep it.
 SOURCED_TESTS ?= test/test_spin.py test/test_node_lifecycle_abuse.py
 # Ubuntu 22.04's Python 3.10 (a pyenv build where the machine has one, else the PATH's).

@@ -63,7 +63,8 @@ WALL_CLOCK_FILES = frozenset({
     'test_demo.py', 'test_load.py', 'test_node.py', 'test_node_faults.py',
     'test_node_controllers.py', 'test_node_gateway_faults.py', 'test_node_lifecycle_abuse.py',
     'test_operator_session.py', 'test_ros2_launch.py', 'test_sim_jtc_node.py',
-    'test_sim_node.py', 'test_soak.py', 'test_spin.py'})
+    'test_sim_node.py', 'test_soak.py', 'test_spin.py', 'test_node_trajectory_modes.py',
+    'test_forward_modes.py', 'test_node_gripper_action.py', 'test_node_record.py'})
 WALL_CLOCK_RERUNS = 1
 
 
@@ -76,7 +77,8 @@ SYSTEM_FILES = ('test_node.py', 'test_node_controllers.py', 'test_node_*faults.p
                 'test_forward_modes.py', 'test_openpi_ros.py', 'test_ros2_*.py', 'test_spin.py',
                 'test_gateway_fuzz.py', 'test_lint_ros_style.py', 'test_rosdep.py',
                 'test_colcon_build.py', 'test_signal_exits.py', 'test_node_record.py',
-                'test_node_gripper_action.py', 'test_sim_parallel_gripper_action.py')
+                'test_node_gripper_action.py', 'test_sim_parallel_gripper_action.py',
+                'test_node_trajectory_modes.py')
 
 
 def pytest_configure(config):

@@ -419,11 +419,24 @@ def is_hold(msg):
     Whether a JointTrajectory (or one of its points) is a hold: one point at rest.
 
     trajectory_stream's steps carry positions only (no velocities), a hold zero velocities.
+    An episode's last hold also rests at the same point FINAL_REST_S later (arm_output).
     """
-    if hasattr(msg, 'points') and len(msg.points) != 1:
-        return False
+    if hasattr(msg, 'points'):
+        if len(msg.points) == 2 and is_final_rest(msg):
+            return is_hold(msg.points[0])
+        if len(msg.points) != 1:
+            return False
     point = msg.points[0] if hasattr(msg, 'points') else msg
     return bool(point.velocities) and all(v == 0.0 for v in point.velocities)
+
+
+def is_final_rest(msg):
+    """Whether a JointTrajectory ends with an episode's final rest point (arm_output)."""
+    from sequence_ai_ros.node.arm_output import FINAL_REST_S
+    last = msg.points[-1]
+    return len(msg.points) == 2 and last.time_from_start.sec >= int(FINAL_REST_S) and \
+        list(last.positions) == list(msg.points[0].positions) and \
+        bool(last.velocities) and all(v == 0.0 for v in last.velocities)
 
 
 def is_finite(msg):

@@ -12,6 +12,7 @@ import pytest
 from reliability import FaultRow
 from ros_harness import (
     CONTROL_PERIOD_S,
+    is_final_rest,
     node_parameters,
     PolicyNodeProcess,
     REPO,
@@ -476,10 +477,11 @@ def test_every_command_is_one_a_stock_controller_accepts(gateway, launch, mode):
         # 0.1 s ahead at a 0.0133 s period: 7 points (fewer only near the plan's end).
         assert max(sizes) == 7, sizes
     else:
-        assert sizes == {1}
-    # The hold comes within one control period of the stop, and it is the last message.
+        assert {len(msg.points) for _, msg in commands[:-1]} == {1}
+    # The hold comes within one control period of the stop, and it is the last message: the
+    # episode's final one, resting at its point (arm_output.FINAL_REST_S).
     after = [(t, msg) for t, msg in commands if t > stop_asked]
-    assert after and is_hold(after[-1][1].points[0]) and len(after[-1][1].points) == 1
+    assert after and is_hold(after[-1][1].points[0]) and is_final_rest(after[-1][1])
     assert after[0][0] - stop_asked < CONTROL_PERIOD_S + 0.1
 
 

@@ -181,5 +181,5 @@ class PolicyNode(EpisodeControl, NodeWiring, ConfigureChecks, HealthReport, Life
         if episode is None or not episode.running:
             return
         tick = episode.end('error', f'internal error: {reason}', hold=True)
-        self._hold(tick.command, f'internal error: {reason}')
+        self._hold(tick.command, f'internal error: {reason}', final=True)
         self._finish(episode)
