@@ -230,11 +230,20 @@ def test_a_gripper_goal_the_finger_cannot_reach_holds_the_episode(ros, kind):
 
 
 @needs_control_msgs
-def test_with_gripper_on_failure_continue_the_episode_completes_and_says_so(ros):
+def test_with_gripper_on_failure_continue_the_episode_completes_and_says_so(ros, tmp_path):
     outcome, log, _ = _episode(
         ros, f'gripper_continue_{next(NAMES)}', ['allow_stalling:=false', 'stall_timeout:=0.3'],
         {'gripper_open_position': 0.06, 'gripper_closed_position': -0.02,
-         'gripper_threshold': 0.5, 'gripper_on_failure': 'continue'})
+         'gripper_threshold': 0.5, 'gripper_on_failure': 'continue', 'record': True,
+         'record_dir': str(tmp_path)})
     assert outcome is not None and outcome['outcome'] == 'completed', (outcome, log[-3000:])
     assert 'aborted the goal (stalled) at 0.0' in log
     assert '(gripper_on_failure: continue)' in log
+    # The episode's file holds every goal sent, in the joint's units, as the node sent them.
+    from sequence_ai_ros.record.reader import read_episode
+    from sequence_ai_ros.record.schemas import GRIPPER_COMMAND
+    (path,) = tmp_path.glob('*.mcap')
+    goals = [json.loads(m.message.data) for m in read_episode(path).on(GRIPPER_COMMAND)]
+    assert goals, 'no gripper goal recorded'
+    assert all(g['goal'].startswith('control_msgs/action/') for g in goals), goals
+    assert {round(g['position'][0], 9) for g in goals} <= {0.06, -0.02}, goals

@@ -4,13 +4,10 @@ import importlib.util
 import io
 import itertools
 import json
-import os
-from pathlib import Path
 import time
 
 from PIL import Image
 import pytest
-import ros_harness
 from ros_harness import node_parameters, PolicyNodeProcess, Robot, status_values, wait_until
 from sequence_ai_ros.cli import report_command
 from sequence_ai_ros.gateway.process import GatewayProcess
@@ -35,12 +32,8 @@ def gateway():
 
 
 @pytest.fixture
-def launch(ros, tmp_path, monkeypatch):
+def launch(ros, tmp_path):
     """Start a recording node in a fresh namespace; yield (robot, process, record_dir)."""
-    # The node process finds the MCAP packages where this one does (a venv, or a target dir).
-    import mcap
-    monkeypatch.setattr(ros_harness, 'REPO', os.pathsep.join(
-        [ros_harness.REPO, str(Path(mcap.__file__).resolve().parents[1])]))
     started = []
 
     def start(gw, **params):

@@ -84,6 +84,7 @@ class GripperOutput:
         self.interface, self.name, self.joint, self.scale = interface, name, joint, scale
         self.max_effort, self.threshold, self.min_change = max_effort, threshold, min_change
         self.goals = 0
+        self.on_publish: Any = None  # told each command sent (episode recording)
         self.failures = 0
         self.action = ''
         self.problem = ''
@@ -144,9 +145,9 @@ class GripperOutput:
         if self.interface == ACTION:
             self._send_goal(position)
         elif self.interface == TRAJECTORY:
-            self._publisher.publish(stream_trajectory([self.joint], [position], period_s))
+            self._publish(stream_trajectory([self.joint], [position], period_s))
         else:
-            self._publisher.publish(Float64MultiArray(data=[position]))
+            self._publish(Float64MultiArray(data=[position]))
         return True
 
     def reset(self) -> None:
@@ -185,8 +186,15 @@ class GripperOutput:
         else:
             goal.command.position = float(position)
             goal.command.max_effort = float(self.max_effort)
+        if self.on_publish is not None:
+            self.on_publish(goal)
         client.send_goal_async(goal).add_done_callback(
             self._guarded('gripper goal response', self._on_goal_response))
+
+    def _publish(self, message: Any) -> None:
+        self._publisher.publish(message)
+        if self.on_publish is not None:
+            self.on_publish(message)
 
     def _on_goal_response(self, future: Any) -> None:
         handle = future.result()

@@ -145,6 +145,8 @@ class NodeWiring:
         assert self.policy is not None and self._outputs is not None
         self.policy.add_observer(self._recording.observer)
         self._outputs.on_publish = self._recording.command
+        if self._outputs.gripper is not None:
+            self._outputs.gripper.on_publish = self._recording.gripper_command
         if self._recording.problem and config.record:
             self.get_logger().warning(f'episodes are not recorded: {self._recording.problem}')
 

@@ -134,6 +134,10 @@ class EpisodeRecorder:
         self.writer.put(ACTION, FLOAT64_ARRAY, list(values), self._clock(),
                         encode=cdr.float64_array, size=8 * len(values))
 
+    def json(self, topic: str, fields: dict[str, Any]) -> None:
+        """Record `fields` as a std_msgs/String JSON message on `topic`, now."""
+        self._json(topic, fields)
+
     def hold(self, reason: str, positions: Sequence[float] = ()) -> None:
         """Record a hold and why."""
         self._json(HOLD, {'reason': redact(reason), 'positions': list(positions)})

@@ -15,7 +15,7 @@ from typing import Any
 from .dependency import RecordingUnavailable, require_mcap
 from .episode import engine_join, EpisodeRecorder
 from .run_recording import RecordingObserver
-from .schemas import ARM_COMMAND, DEFINITIONS, JOINT_STATE, JOINT_STATES
+from .schemas import ARM_COMMAND, DEFINITIONS, GRIPPER_COMMAND, JOINT_STATE, JOINT_STATES
 from .size_cap import enforce_cap, episode_path, writable_directory
 
 # Where episodes go unless record_dir says: beside ROS's own logs.
@@ -103,6 +103,22 @@ class NodeRecording:
     def command(self, message: Any) -> None:
         """Record an arm command exactly as published."""
         self.message(ARM_COMMAND, message)
+
+    def gripper_command(self, message: Any) -> None:
+        """Record a gripper command as published; an action goal as its fields in JSON."""
+        if self.recorder is None:
+            return
+        if type_name(message) in DEFINITIONS:
+            self.message(GRIPPER_COMMAND, message)
+            return
+        command = message.command
+        package, kind = type(message).__module__.split('.')[:2]
+        fields = {'goal': f'{package}/{kind}/{type(message).__name__}'}
+        for name in ('name', 'position', 'velocity', 'effort', 'max_effort'):
+            value = getattr(command, name, None)
+            if value is not None:
+                fields[name] = value if isinstance(value, (int, float)) else list(value)
+        self.recorder.json(GRIPPER_COMMAND, fields)
 
     def joint_state(self, message: Any) -> None:
         """Record /joint_states as received."""
