@@ -42,6 +42,7 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 import yaml
 
+REPO = str(Path(__file__).resolve().parents[1])
 NAMES = list(arm_model.JOINT_NAMES) + [arm_model.GRIPPER_JOINT]
 RELIABLE = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
 NODE_KEY = 'seq_node_tests_key_0000000000001'
