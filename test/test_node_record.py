@@ -4,6 +4,7 @@ import importlib.util
 import io
 import itertools
 import json
+import signal
 import time
 
 from PIL import Image
@@ -131,3 +132,21 @@ def test_record_false_writes_nothing(gateway, launch):
     assert wait_until(lambda: robot.outcomes, 20), process.log()
     time.sleep(0.5)
     assert not folder.exists() or not list(folder.iterdir())
+
+
+def test_a_node_killed_mid_episode_leaves_a_readable_file(gateway, launch, tmp_path):
+    robot, process, folder = launch(gateway, max_actions=100000)
+    assert wait_until(lambda: len(robot.command_list()) > 40, 15), process.log()
+    time.sleep(2.5)  # two flushes of the writer thread (every 1 s)
+    process.proc.send_signal(signal.SIGKILL)
+    process.proc.wait(10)
+    (path,) = folder.glob('*.mcap')
+    contents = read_episode(path)
+    # Up to the last flush: commands, joint states and frames, though no outcome was written.
+    assert contents.truncated and not contents.on(schemas.OUTCOME)
+    recorded = contents.on(schemas.ARM_COMMAND)
+    assert 20 <= len(recorded) <= len(robot.command_list())
+    frames = contents.on(schemas.image_topic('exterior_1'))
+    assert frames and Image.open(io.BytesIO(bytes(frames[-1].message.data))).format == 'JPEG'
+    png = tmp_path / 'killed.png'
+    assert report_command.main([str(path), '--out', str(png)]) == 0
