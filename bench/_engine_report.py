@@ -206,12 +206,12 @@ def _groups(rows: list[Row]) -> dict[tuple[str, str], dict[str, Row]]:
     return groups
 
 
-# -- the issue's targets ----------------------------------------------------------------------
+# -- the engine's targets ---------------------------------------------------------------------
 
 
 def targets(rows: list[Row], chunk_s: dict[str, float],
             p99: dict[tuple[str, str], float]) -> list[str]:
-    """Each of issue #4's targets, MET or NOT MET, with the numbers behind it."""
+    """Each of the engine's targets, MET or NOT MET, with the numbers behind it."""
     groups = _groups(rows)
     lines = []
     # 1. >= 99 % moving where p99 < chunk, and never below the published client.
@@ -281,7 +281,7 @@ def _seam_target(groups: dict[tuple[str, str], dict[str, Row]], join: str, name:
 
 def rtc_targets(rows: list[Row], chunk_s: dict[str, float],
                 p99: dict[tuple[str, str], float]) -> list[str]:
-    """Issue #14's targets for join='rtc', MET or NOT MET, and the pi05-droid figure."""
+    """Each RTC target for join='rtc', MET or NOT MET, and the pi05-droid figure."""
     groups = _groups(rows)
     fast = [(k, g) for k, g in groups.items() if 'rtc' in g and p99[k] < chunk_s[k[0]]]
     lines = []

@@ -1,5 +1,5 @@
 """
-Issue #8's benchmark: the policy node's control tick against a bare rclpy timer, per executor.
+The control-tick benchmark: the policy node's tick against a bare rclpy timer, per executor.
 
 Run: .venv/bin/python -m bench.bench_control_tick [--seconds S | --quick] [--rates 15 50]
      [--executors single events] [--idle-seconds S] [--no-write | --write] [--results PATH]

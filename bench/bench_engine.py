@@ -1,5 +1,5 @@
 """
-Issues #4 and #14's benchmark: the chunk engine against the published client, side by side.
+The chunk engine's benchmark, its targets and the RTC targets: against the published client.
 
 Run: .venv/bin/python -m bench.bench_engine [--quick] [--profiles NAME ...]
      [--scenarios steady heavy_tail step fast]
@@ -268,13 +268,13 @@ def main(argv: list[str] | None = None) -> int:
                      max(args.time_scale / p.control_hz for p in profiles))),
         table(rows),
         '### Comparisons (same run)\n\n' + '\n'.join(comparisons(rows, chunk_s)),
-        "### Issue #4 targets\n\nThe latency p99 of each scenario's distribution (sampled "
+        "### Engine targets\n\nThe latency p99 of each scenario's distribution (sampled "
         "from the gateway's own sampler, model s; `*` = below the chunk, where the 99% target "
         'applies; `step` pools the halves before and after the doubling). Time-aligned '
         'joining with k requests in flight keeps up only while latency L <= kC/(k+1): a chunk '
         'yields C - L of motion and k requests complete per L.\n\n'
         + '\n'.join(p99_lines) + '\n\n' + '\n'.join(targets(rows, chunk_s, p99)),
-        "### Issue #14 targets (join='rtc')\n\nJudged where the scenario's p99 latency is "
+        "### RTC targets (join='rtc')\n\nJudged where the scenario's p99 latency is "
         'below the chunk (`*` above); the seam is the joint jump on absolute profiles and '
         'the commanded-velocity jump on the others (rad/s); **own account** as above.\n\n'
         + '\n'.join(rtc_targets(rows, chunk_s, p99)),

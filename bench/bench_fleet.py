@@ -1,5 +1,5 @@
 """
-Issue #8's fleet benchmark: many control loops, and namespaced policy nodes, on one gateway.
+The fleet benchmark: many control loops, and namespaced policy nodes, on one gateway.
 
 Run: .venv/bin/python -m bench.bench_fleet [--quick] [--clients 1 8 16 32] [--nodes 1 4 8 12]
      [--seconds S] [--node-seconds S] [--no-clients | --no-nodes] [--out PATH]

@@ -1,5 +1,5 @@
 """
-Issue #15's fleet bench on Ray Serve: 32 stamped loops, in-process gateway vs 1, 2, 4 replicas.
+The fleet bench on Ray Serve: 32 stamped loops, in-process gateway vs 1, 2, 4 replicas.
 
 Run: .venv/bin/python -m bench.bench_fleet_ray [--loops 32] [--seconds S] [--replicas 1 2 4]
      [--no-record]

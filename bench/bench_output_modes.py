@@ -1,5 +1,5 @@
 """
-Issue #12's benchmark: the policy node's output modes against the simulated stock controllers.
+The output-modes benchmark: the policy node's output modes against the simulated stock controllers.
 
 Run: .venv/bin/python -m bench.bench_output_modes [--quick] [--repeats N] [--modes ...]
      [--rates 15 50] [--seed N] [--no-write | --write] [--results PATH]

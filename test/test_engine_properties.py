@@ -1,5 +1,5 @@
 """
-ChunkEngine properties under generated runs (hypothesis, issue #7).
+ChunkEngine properties under generated runs (hypothesis).
 
 A run is driven with an injected clock (no sleeping): ticks at the engine's period, some of
 them late; requests whose latencies are drawn per request (zero, longer than a chunk, out of

@@ -1,5 +1,5 @@
 """
-Abusing the gateway's HTTP API: oversized, stalled, nested, garbage and slow bodies (issue #7).
+Abusing the gateway's HTTP API: oversized, stalled, nested, garbage and slow bodies.
 
 Each abusive request must be refused with a 4xx whose detail names the field or the limit
 (the legitimate ones alongside, such as a large but valid frame, must still be served), the

@@ -1,5 +1,5 @@
 """
-Fuzzing the gateway's HTTP API from the openapi.json it serves (schemathesis, issue #7).
+Fuzzing the gateway's HTTP API from the openapi.json it serves (schemathesis).
 
 Every operation gets schema-valid and schema-violating requests (schemathesis's examples,
 coverage and fuzzing phases) with a key, so /v1/act is exercised past the 401. Every answer

@@ -1,4 +1,4 @@
-"""The package tree as the README says, small modules, and executables that cannot collide."""
+"""The package tree as docs/DEVELOPMENT.md says, small modules, executables that cannot collide."""
 
 import ast
 from pathlib import Path
@@ -32,13 +32,14 @@ def test_no_module_in_the_package_is_over_the_limit():
     assert not long, f'split these by job: {long}'
 
 
-def test_the_readme_layout_names_every_subpackage():
-    readme = (REPO / 'README.md').read_text()
-    layout = readme[readme.index('## Layout'):]
+def test_the_documented_layout_names_every_subpackage():
+    page = (REPO / 'docs/DEVELOPMENT.md').read_text()
+    layout = page[page.index('## Layout'):]
     layout = layout[:layout.index('```', layout.index('```') + 3)]
     listed = set(re.findall(r'^  (\w+)/', layout, flags=re.MULTILINE))
     present = {p.parent.name for p in PACKAGE.glob('*/__init__.py')}
-    assert listed == present, f'README layout {sorted(listed)} vs package {sorted(present)}'
+    assert listed == present, \
+        f'docs/DEVELOPMENT.md layout {sorted(listed)} vs package {sorted(present)}'
 
 
 def _imported_subpackages(path):

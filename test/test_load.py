@@ -1,5 +1,5 @@
 """
-Load (issue #7): 32 control loops on one local gateway, order and resources checked.
+The load test: 32 control loops on one local gateway, order and resources checked.
 
 Every loop is `Policy.run()` on a Policy of its own. Its instruction carries the loop's id and
 a request number; the gateway serves `make_stamping_policy` (below; the gateway process imports

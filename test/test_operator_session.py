@@ -1,5 +1,5 @@
 """
-An operator's whole day on one policy node process (issue #13): every way an episode ends.
+An operator's whole day on one policy node process: every way an episode ends.
 
 One node, behind a FaultProxy, runs dozens of episodes that complete, are stopped (service,
 deactivate, cleanup), end on a safety check (NaN, stale or unusable inputs, a closed or silent

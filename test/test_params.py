@@ -124,16 +124,16 @@ def test_the_reference_is_written_from_the_table():
         'run: python -m sequence_ai_ros.node.param_docs > docs/PARAMETERS.md'
 
 
-def readme_parameters() -> str:
-    text = (REPO / 'README.md').read_text()
-    return text.split('\n### Parameters\n', 1)[1].split('\n### ', 1)[0]
+def documented_parameters() -> str:
+    text = (REPO / 'docs/OPERATING.md').read_text()
+    return text.split('\n## Parameters\n', 1)[1].split('\n## ', 1)[0]
 
 
-def test_the_readme_names_only_parameters_and_their_values():
+def test_the_operating_page_names_only_parameters_and_their_values():
     choices = [spec for spec in params.PARAMETERS.values() if spec.validators and
                spec.ros_type == 'string']
     named = set()
-    for token in re.findall(r'`([a-z][a-z0-9_./]*)`', readme_parameters()):
+    for token in re.findall(r'`([a-z][a-z0-9_./]*)`', documented_parameters()):
         head, _, tails = token.rpartition('.') if '/' in token else (token, '', '')
         names = [f'{head}.{tail}' for tail in tails.split('/')] if tails else [token]
         for name in names:
@@ -143,5 +143,5 @@ def test_the_readme_names_only_parameters_and_their_values():
                 assert any(spec.problem(name) is None for spec in choices), \
                     f"{name!r} is neither a parameter nor one of a parameter's values"
     assert {'model', 'max_actions', 'join_mode', 'instruction'} <= named
-    for name, default in re.findall(r'`(\w+)` \(default ([^,)]+)', readme_parameters()):
+    for name, default in re.findall(r'`(\w+)` \(default ([^,)]+)', documented_parameters()):
         assert param_docs.default_text(params.PARAMETERS[name]) == default, name

@@ -1,5 +1,5 @@
 """
-The README's operator commands, typed as a user types them, against a node from `ros2 launch`.
+The commands of docs/OPERATING.md, typed as an operator types them, against a `ros2 launch` node.
 
 `ros2 lifecycle`, `ros2 param`, `ros2 topic echo /diagnostics` and `ros2 service call` are
 ros2cli's own verbs from the shared wheelhouse, run as separate processes against

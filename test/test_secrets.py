@@ -1,5 +1,5 @@
 """
-API keys never leak: not into responses, headers, logs or stats (issue #7, reliability).
+API keys never leak: not into responses, headers, logs or stats (reliability).
 
 The module-level helpers (`leak_forms`, `find_secret`, `assert_no_secret`, `response_text`)
 are shared by every part of this file. Parts:

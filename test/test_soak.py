@@ -1,5 +1,5 @@
 """
-The chaos soak, short (issue #13): SHORT_MINUTES of randomized faults over one policy node.
+The chaos soak, short: SHORT_MINUTES of randomized faults over one policy node.
 
 `make soak` (scripts/soak.py) runs the long one; both run test/soak_harness.py, which says what
 is injected (network faults through the FaultProxy, the gateway killed, frozen with SIGSTOP or

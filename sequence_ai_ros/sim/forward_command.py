@@ -21,8 +21,8 @@ stored at that commit). Humble and jazzy differ only where noted:
   (ros-controls/ros2_control controller_manager/src/controller_manager.cpp,
   ControllerManager::update, PR #1499; no lines cited: the two stored versions that carry
   its "Deactivating following controllers as their update resulted in an error" line are
-  served without a commit); Humble's does not (ros2_control issue #1873) and the error
-  repeats until a right-sized command arrives.
+  served without a commit); Humble's does not: the controller stays
+  active and the error repeats until a right-sized command arrives.
 - Until the first command after an activation nothing is written (lines 137-141); activating
   and deactivating both drop the kept command (lines 117-118, 127-128).
 - There is NO command timeout: when commands stop, the last one keeps being written (update,
