@@ -76,7 +76,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add('--quick', action='store_true', help='one repeat, shorter phases (2-3 minutes)')
     add('--repeats', type=int, default=None, help=f'runs per mode and rate (default '
         f'{FULL["repeats"]}; --quick {QUICK["repeats"]})')
-    add('--modes', nargs='+', choices=MODES + tuple(VARIANTS), default=list(MODES),
+    # forward_position_steps is both a default mode and a variant: listed once.
+    add('--modes', nargs='+', choices=tuple(dict.fromkeys(MODES + tuple(VARIANTS))),
+        default=list(MODES),
         help='forward_position_250hz and _1000hz: the lines at another forward_output_rate_hz')
     add('--rates', nargs='+', type=float, default=[15.0, 50.0])
     add('--seed', type=int, default=1, help="the gateway's and the stops' seed")
