@@ -33,8 +33,10 @@ def percentile(values: list[float], q: float) -> float:
 class Run:
     """One measured window: who, on which executor, what rate, which recorder topic, the CPU."""
 
-    def __init__(self, kind: str, executor: str, rate: float, index: int) -> None:
+    def __init__(self, kind: str, executor: str, rate: float, index: int,
+                 label: str = '') -> None:
         self.kind, self.executor, self.rate, self.index = kind, executor, rate, index
+        self.label = label  # names the run's namespace when one kind runs more than once
         self.t0 = self.t1 = 0.0
         self.cpu = self.cpu_main = 0.0
         self.busy = float('nan')  # all cores, other processes included

@@ -80,19 +80,33 @@ class Bench:
         self.robot: ScriptedRobot | None = None
         self.runs: list[Run] = []
         self.topics: list[str] = []
+        self.plan()
+
+    def plan(self) -> None:
+        """Plan every run, in the order they go (`add` each)."""
+        args = self.args
         for i, rate in enumerate(args.rates):
             # Alternate which executor goes first, so a drift in the machine's load over the
             # run does not always land on the same one.
             order = args.executors if i % 2 == 0 else args.executors[::-1]
             for kind in ('bare', 'node'):
                 for executor in order:
-                    run = Run(kind, executor, rate, len(self.topics))
-                    self.runs.append(run)
-                    self.topics.append(f'/{self.namespace(run)}/{TOPIC}')
+                    self.add(kind, executor, rate)
+
+    def add(self, kind: str, executor: str, rate: float, label: str = '') -> Run:
+        """Plan a run (in order) with its recorder topic; kind 'bare' or a policy node."""
+        run = Run(kind, executor, rate, len(self.topics), label)
+        self.runs.append(run)
+        self.topics.append(f'/{self.namespace(run)}/{TOPIC}')
+        return run
 
     @staticmethod
     def namespace(run: Run) -> str:
-        return f'tick_{run.kind}_{run.executor}_{run.rate:g}'.replace('.', '_')
+        return f'tick_{run.label or run.kind}_{run.executor}_{run.rate:g}'.replace('.', '_')
+
+    def node_params(self, run: Run) -> dict[str, object]:
+        """Return parameters over the bench's own for a node run: its episodes stay in tmp."""
+        return {'record_dir': os.path.join(self.tmp.name, 'episodes', self.namespace(run))}
 
     def spawn(self, name: str, module: str, args: list[str], executor: str,
               extra_env: dict[str, str] | None = None) -> ChildProcess:
@@ -156,6 +170,7 @@ class Bench:
             'position_limits.upper': [WIDE_LIMIT_RAD] * len(NAMES),
             'max_step_change': 0.5, 'hold_service': 'robot/hold',
         }
+        params.update(self.node_params(run))
         path = os.path.join(self.tmp.name, f'{ns}.yaml')
         with open(path, 'w') as handle:
             yaml.safe_dump({'/**': {'ros__parameters': params}}, handle)
@@ -208,10 +223,10 @@ class Bench:
         self.robot = ScriptedRobot(NAMES, [*arm_model.HOME, 0.0], self.args.joint_rate,
                                    self.args.camera_rate, self.args.camera_size)
         for run in self.runs:
-            idle = f' (+{self.args.idle_seconds:g} s idle)' if run.kind == 'node' else ''
-            print(f'{run.kind} on {run.executor} at {run.rate:g} Hz for {self.args.seconds:g} s'
-                  f'{idle} ...', flush=True)
-            (self.run_node if run.kind == 'node' else self.run_bare)(run)
+            idle = f' (+{self.args.idle_seconds:g} s idle)' if run.kind != 'bare' else ''
+            print(f'{run.label or run.kind} on {run.executor} at {run.rate:g} Hz for '
+                  f'{self.args.seconds:g} s{idle} ...', flush=True)
+            (self.run_bare if run.kind == 'bare' else self.run_node)(run)
         time.sleep(0.5)  # the last receipts reach the file
 
 
@@ -294,7 +309,8 @@ def main(argv: list[str] | None = None) -> int:
         '`python -m sequence_ai_ros.node.main` with `control_rate_hz` at the rate, pi05-droid '
         'through the local gateway (time scale 1.0, `--start-warm`, median latency '
         f'{LATENCY_S:g} s, nice {GATEWAY_NICE}; a fresh one with seed 0 for each node run, so '
-        'every node meets the same latency draws), max_actions 1,000,000, prefetch on; this '
+        'every node meets the same latency draws), max_actions 1,000,000, prefetch on, each '
+        "episode recorded (the node's default) into the bench's temporary directory; this "
         f'script plays the robot (joint states {args.joint_rate:g} Hz, two raw '
         f'{width}x{height} camera frames {args.camera_rate:g} Hz, as the simulated arm '
         'publishes by default, and the hold service) during every node run, and holds the arm '
