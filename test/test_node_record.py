@@ -150,3 +150,15 @@ def test_a_node_killed_mid_episode_leaves_a_readable_file(gateway, launch, tmp_p
     assert frames and Image.open(io.BytesIO(bytes(frames[-1].message.data))).format == 'JPEG'
     png = tmp_path / 'killed.png'
     assert report_command.main([str(path), '--out', str(png)]) == 0
+
+
+def test_a_node_stopped_by_sigterm_finishes_its_file(gateway, launch):
+    robot, process, folder = launch(gateway, max_actions=100000)
+    assert wait_until(lambda: len(robot.command_list()) > 20, 15), process.log()
+    process.proc.terminate()
+    assert process.proc.wait(15) == 0, process.log()[-3000:]
+    (path,) = folder.glob('*.mcap')
+    contents = read_episode(path)
+    assert not contents.truncated, 'the writer was cut off at shutdown'
+    (ended,) = contents.on(schemas.OUTCOME)
+    assert json.loads(ended.message.data)['outcome'] == 'stopped'

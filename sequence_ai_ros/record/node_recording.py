@@ -43,6 +43,7 @@ class NodeRecording:
             default_directory()
         self.max_bytes = int(max_mb * 1024 * 1024)
         self.recorder: EpisodeRecorder | None = None
+        self._closing: EpisodeRecorder | None = None  # the last episode's, while it finishes
         self.observer = RecordingObserver(lambda: self.recorder)
         self.last_path: Path | None = None
         self.dropped = 0  # over the node's life, finished episodes and the running one
@@ -142,9 +143,15 @@ class NodeRecording:
         """Record the outcome and let the writer finish the file (waiting at most `wait_s`)."""
         recorder, self.recorder = self.recorder, None
         if recorder is None:
+            # The episode ended on the tick, which does not wait: at shutdown its writer gets
+            # to finish the file before the process exits.
+            if self._closing is not None and wait_s > 0:
+                self._closing.close(wait_s)
+            self._closing = None
             return
         if summary is not None:
             recorder.outcome(summary)
         recorder.close(wait_s)
+        self._closing = recorder if wait_s <= 0 else None
         self.dropped += recorder.dropped
         self.last_path = recorder.path
