@@ -1,24 +1,27 @@
-"""`policy_node` executable: spin one PolicyNode until interrupted."""
+"""`policy_node` executable: spin one PolicyNode until SIGINT or SIGTERM, then exit 0."""
 
 import os
-import signal
 import sys
 import threading
 
-from sequence_ai_ros.runtime.spin import init, shutdown, spin_until_shutdown
+from sequence_ai_ros import stop_signals
 
 
 def main(args: list[str] | None = None) -> int:
     """Run the policy node; configure and activate it through the lifecycle services."""
+    # Before rclpy loads (a second or more on a busy machine): a signal meanwhile is a request
+    # to stop, honoured once the node is up, not a death by the signal.
+    stop_signals.install()
+    from sequence_ai_ros.runtime.spin import init, shutdown, spin_until_shutdown
+
     from .policy_node import PolicyNode
     init(args)
     node = PolicyNode()
     try:
         spin_until_shutdown(node)
     finally:
-        # A second signal must not cut the hold short; what follows does not block.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        # A second signal must not cut the hold short, nor the exit after it.
+        stop_signals.ignore()
         node.shutdown_holding('shutdown')
         node.destroy_node()
         shutdown()
