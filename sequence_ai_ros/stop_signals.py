@@ -8,7 +8,8 @@ down (uvicorn does). Either way the process dies of the signal, status -15 or -2
 the request where it can stop cleanly (between its start-up steps, in its serving or spinning
 loop), shuts down and exits 0, so a signal during start-up stops it as soon as it can. Later
 signals are recorded too, so that a second Ctrl-C cannot cut a shutdown short; code that must
-give way to a second signal (a callback that never returns) says so with `on_signal`.
+give way to a second signal (a callback that never returns) says so with `on_signal`. A
+process that has stopped may end at once (`exit_now`) rather than wait for threads it abandoned.
 
 Standard library only: the gateway and the fault proxy, which never load rclpy, use it as the
 ROS nodes do. Handlers belong to an executable: they are installed from its main thread, by
@@ -17,10 +18,14 @@ its entry point, never on import.
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+import logging
+import os
 import signal
+import sys
 import threading
 import time
 from types import FrameType
+from typing import NoReturn
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 # How often `wait` looks at the request: a threading.Event cannot be set from a handler (its
@@ -131,3 +136,24 @@ def on_signal(callback: Callable[[int], None]) -> Iterator[None]:
         yield
     finally:
         _callbacks.remove(callback)
+
+
+def exit_now(code: int = 0) -> NoReturn:
+    """
+    End the process at once (os._exit), its logs and output flushed: it has stopped.
+
+    For a process that has shut down everything it started, whose exit would otherwise wait
+    for a library's thread (an abandoned request) or run the interpreter's finalization under
+    one (Ray's C++ threads, which can crash there).
+    """
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def exit_now_if_threads_linger(code: int = 0) -> None:
+    """Call `exit_now` if a thread the interpreter would join at exit is still running."""
+    if any(t is not threading.main_thread() and not t.daemon and t.is_alive()
+           for t in threading.enumerate()):
+        exit_now(code)

@@ -126,6 +126,10 @@ def _main(argv: Sequence[str] | None, prog: str) -> int:
              config.scenario, config.time_scale, config.policy or 'reference')
     if not stop_signals.requested():  # a signal during start-up: nothing to serve
         _serve(app, config)
+    if stop_signals.requested():
+        # A request uvicorn gave up on may still hold a worker thread (a policy server that
+        # does not answer), which the interpreter would wait for: every answer is sent.
+        stop_signals.exit_now_if_threads_linger(0)
     return 0
 
 
@@ -135,12 +139,11 @@ def _serve(app: Any, config: GatewayConfig) -> None:
 
     class StopOnRequest(uvicorn.Server):  # type: ignore[misc]
         # uvicorn's own handlers re-raise the signal once it has shut down, and the process
-        # dies of it (-2, -15): a launcher reports a crash. A second signal still hurries the
-        # shutdown along (no wait for open connections), as uvicorn's second Ctrl-C does.
+        # dies of it (-2, -15): a launcher reports a crash. A second signal changes nothing:
+        # the graceful shutdown is bounded (timeout_graceful_shutdown) and ends as it began.
         @contextmanager
         def capture_signals(self) -> Iterator[None]:
             def stop(signum: int) -> None:
-                self.force_exit = self.should_exit
                 self.should_exit = True
 
             with stop_signals.on_signal(stop):

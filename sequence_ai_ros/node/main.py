@@ -1,8 +1,6 @@
 """`policy_node` executable: spin one PolicyNode until SIGINT or SIGTERM, then exit 0."""
 
-import os
 import sys
-import threading
 
 from sequence_ai_ros import stop_signals
 
@@ -25,26 +23,12 @@ def main(args: list[str] | None = None) -> int:
         node.shutdown_holding('shutdown')
         node.destroy_node()
         shutdown()
-    _exit_now_if_requests_linger(0)
+    # An abandoned HTTP request may still run on a worker thread: the interpreter would join
+    # it at exit, i.e. wait for the gateway's answer, up to request_timeout_s, after the robot
+    # was told to hold, and a launch file's SIGTERM would turn into its SIGKILL. Nothing is left
+    # to do: the hold is published, the connection closed, the node destroyed.
+    stop_signals.exit_now_if_threads_linger(0)
     return 0
-
-
-def _exit_now_if_requests_linger(code: int) -> None:
-    """
-    Exit at once while an abandoned HTTP request still runs on a worker thread.
-
-    The interpreter would otherwise join that thread at exit, i.e. wait for the gateway's
-    answer, up to request_timeout_s, after the robot was told to hold: a launch file's
-    SIGTERM would turn into its SIGKILL. Nothing is left to do: the hold is published, the
-    connection closed, the node destroyed, the context shut down.
-    """
-    others = [t for t in threading.enumerate()
-              if t is not threading.main_thread() and not t.daemon and t.is_alive()]
-    if not others:
-        return
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
 
 
 if __name__ == '__main__':

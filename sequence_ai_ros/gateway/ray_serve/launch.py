@@ -13,7 +13,6 @@ not stop in time is left to `ray.shutdown`.
 import logging
 import os
 import signal
-import sys
 import threading
 from typing import Any, NoReturn
 
@@ -89,10 +88,7 @@ def serve_on_ray(config: GatewayConfig, scaling: Scaling) -> NoReturn:
         shut_down(scaling.address)
     # Ray's C++ threads outlive ray.shutdown, and the interpreter's finalization under them can
     # crash (SIGSEGV, ray 2.60, stopped while Serve was starting): all is stopped, so end here.
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    stop_signals.exit_now(0)
 
 
 def shut_down(address: str | None) -> None:
