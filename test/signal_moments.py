@@ -201,6 +201,12 @@ class Watched:
             self._log.close()
 
 
+def _worst(output):
+    """Return the output from its first fatal error or traceback, else its end."""
+    starts = [i for i in (output.find('Fatal Python error'), output.find('Traceback')) if i >= 0]
+    return output[min(starts):][:4000] if starts else output[-3000:]
+
+
 CANCELLED = 'CancelledError: Task cancelled, timeout graceful shutdown exceeded'
 
 
@@ -213,9 +219,9 @@ def assert_clean_exit(process, timeout=EXIT_S, cancelled_ok=False):
     """
     code, took = process.finish(timeout)
     output = process.output()
-    assert code == 0, f'exit status {code}:\n{output[-3000:]}'
+    assert code == 0, f'exit status {code}:\n{_worst(output)}'
     allowed = output.count(CANCELLED) if cancelled_ok else 0
-    assert output.count('Traceback') == allowed, output[-3000:]
+    assert output.count('Traceback') == allowed, _worst(output)
     left = process.leftovers()
     assert not left, f'left running: {left}'
     return took

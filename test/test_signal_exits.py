@@ -309,9 +309,11 @@ def node_gateway():
     gateway.close()
 
 
+# Twice: a terminal's Ctrl-C and launch's forwarded SIGINT, together (test_spin covers a second,
+# different signal interrupting a callback that never returns).
 @pytest.mark.parametrize('moment, signals', [('start-up', (TERM,)), ('ready', (INT,)),
                                              ('mid-episode', (TERM,)),
-                                             ('mid-episode', (INT, TERM))],
+                                             ('mid-episode', (INT, INT))],
                          ids=['start-up', 'ready', 'mid-episode', 'twice'])
 def test_policy_node_signalled(ros, node_gateway, moment, signals):
     from ros_harness import (
@@ -343,7 +345,7 @@ def test_policy_node_signalled(ros, node_gateway, moment, signals):
         send_all(node, signals)
         assert_clean_exit(node)
         if moment == 'mid-episode':
-            assert final_hold(robot, sent) is not None, 'no hold after the signal'
+            assert final_hold(robot, sent) is not None, f'no hold after it:\n{node.output()}'
             assert 'holding: shutdown' in node.output()
     finally:
         robot.close()

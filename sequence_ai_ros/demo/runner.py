@@ -6,7 +6,7 @@
 # read like the hosted gateway's: ~0.8 s latency, 1.0 s pi05-droid chunks.
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 import secrets
 import sys
@@ -165,12 +165,13 @@ class Demo:
         self.progress.show(f'{run.label}: starting the simulated arm and the policy node')
         if not self._wait(lambda: bool(data.joint_states), STEP_TIMEOUT_S, sim, node):
             return self._dead(sim, node) or 'the simulated arm published no joint_states'
-        for step, failure in (
-                (lambda: recorder.wait_for_node(STEP_TIMEOUT_S), 'did not come up'),
-                (lambda: recorder.transition(Transition.TRANSITION_CONFIGURE, STEP_TIMEOUT_S),
-                 'failed to configure'),
-                (lambda: recorder.transition(Transition.TRANSITION_ACTIVATE, STEP_TIMEOUT_S),
-                 'failed to activate')):
+        steps: tuple[tuple[Callable[[], bool], str], ...] = (
+            (lambda: recorder.wait_for_node(STEP_TIMEOUT_S), 'did not come up'),
+            (lambda: recorder.transition(Transition.TRANSITION_CONFIGURE, STEP_TIMEOUT_S),
+             'failed to configure'),
+            (lambda: recorder.transition(Transition.TRANSITION_ACTIVATE, STEP_TIMEOUT_S),
+             'failed to activate'))
+        for step, failure in steps:
             done = step()
             check_stop()  # each step takes up to seconds; a signal meanwhile stops here
             if not done:

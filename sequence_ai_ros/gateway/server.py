@@ -1,5 +1,9 @@
 """
-The `gateway` command: parse flags, build the app, serve it with uvicorn.
+The `gateway` command: parse flags, build the app, serve it with uvicorn until SIGINT or SIGTERM.
+
+A signal is a request to stop (sequence_ai_ros.stop_signals): at start-up the gateway stops
+before it serves; when serving, uvicorn shuts down gracefully (requests in flight get up to 3 s);
+either way the process exits 0.
 
 Durations given on the command line are model seconds; `--time-scale S` multiplies every
 one of them (latency, cold start, idle timeout, step time, retry_after_s) and divides the
@@ -137,7 +141,7 @@ def _serve(app: Any, config: GatewayConfig) -> None:
     """Serve `app` with uvicorn until this process is asked to stop."""
     import uvicorn  # here, so that building the parser stays cheap for the umbrella CLI
 
-    class StopOnRequest(uvicorn.Server):  # type: ignore[misc]
+    class StopOnRequest(uvicorn.Server):
         # uvicorn's own handlers re-raise the signal once it has shut down, and the process
         # dies of it (-2, -15): a launcher reports a crash. A second signal changes nothing:
         # the graceful shutdown is bounded (timeout_graceful_shutdown) and ends as it began.

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 import os
 import threading
+import time
 from typing import Any
 
 import rclpy
@@ -35,6 +36,8 @@ DEFAULT_EXECUTOR = EVENTS
 # How long a spin waits for work before it looks at the stop flag: the latency of a signal
 # to an idle node (no callback would otherwise run Python on the main thread to notice it).
 POLL_S = 0.1
+# A copy of the first signal within this long is the same request, sent twice (see below).
+DUPLICATE_S = 0.5
 
 
 def init(args: list[str] | None = None) -> None:
@@ -95,11 +98,25 @@ def make_executor(node: Node, choice: str | None = None) -> Executor:
     return executor
 
 
-def _interrupt_on_repeat(signum: int) -> None:
-    # The first signal lets the callback in progress finish; a later one interrupts it, for a
-    # callback that never returns.
-    if len(stop_signals.received()) > 1:
-        raise KeyboardInterrupt(f'signal {signum}')
+class _InterruptOnRepeat:
+    """
+    The first signal lets the callback in progress finish; a later one interrupts it.
+
+    For a callback that never returns: another signal (launch's SIGTERM after its SIGINT), or
+    the same one again later (a second Ctrl-C). A copy of the first that comes with it (a
+    terminal's Ctrl-C and launch's forwarded SIGINT) only repeats the request: interrupted, the
+    callback in progress could be left half done (an episode ended, its hold not published).
+    """
+
+    def __init__(self) -> None:
+        self.first: tuple[int, float] | None = None
+
+    def __call__(self, signum: int) -> None:
+        now = time.monotonic()
+        if self.first is None:
+            self.first = (signum, now)
+        elif signum != self.first[0] or now - self.first[1] >= DUPLICATE_S:
+            raise KeyboardInterrupt(f'signal {signum}')
 
 
 def _spin(executor: Any, on_error: Callable[[Exception], None]) -> None:
@@ -108,12 +125,12 @@ def _spin(executor: Any, on_error: Callable[[Exception], None]) -> None:
 
     A KeyboardInterrupt raised inside a callback is logged by the EventsExecutor as a FATAL
     exception with a traceback, and can leave any callback half done: the first signal only
-    ends the spin after the callback in progress.
+    ends the spin after the callback in progress (see _InterruptOnRepeat).
     """
     context = executor.context
     # Handlers run on the main thread: only a spin there can be interrupted by one.
     main = threading.current_thread() is threading.main_thread()
-    with stop_signals.on_signal(_interrupt_on_repeat) if main else nullcontext():
+    with stop_signals.on_signal(_InterruptOnRepeat()) if main else nullcontext():
         # spin_once with a timeout rather than spin(): the EventsExecutor's spin() in rclpy
         # 9.1 (Kilted) busy-waits a whole core, and neither spin() sees a signal while idle.
         while context.ok() and not stop_signals.requested():
