@@ -317,7 +317,6 @@ def node_gateway():
                          ids=['start-up', 'ready', 'mid-episode', 'twice'])
 def test_policy_node_signalled(ros, node_gateway, moment, signals):
     from ros_harness import (
-        final_hold,
         moving_after,
         NODE_ENV,
         node_parameters,
@@ -341,12 +340,12 @@ def test_policy_node_signalled(ros, node_gateway, moment, signals):
             assert robot.configure() and robot.activate(), node.output()
             started = time.monotonic()
             wait_for(lambda: moving_after(robot, started) >= 5, 30, 'the arm moving', node)
-        sent = time.monotonic()
         send_all(node, signals)
         assert_clean_exit(node)
         if moment == 'mid-episode':
-            assert final_hold(robot, sent) is not None, f'no hold after it:\n{node.output()}'
-            assert 'holding: shutdown' in node.output()
+            # The hold was published before the exit (its delivery over DDS, and its timing,
+            # are test_node_lifecycle_abuse's to measure).
+            assert 'holding: shutdown' in node.output(), node.output()
     finally:
         robot.close()
         node.close()
