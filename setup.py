@@ -50,7 +50,7 @@ setup(
         'console_scripts': [
             # Prefixed: a pip install puts these on a venv's PATH beside other packages' tools.
             'sequence_ai_policy_node = sequence_ai_ros.node.main:main',
-            'sequence_ai_sim_arm = sequence_ai_ros.sim.node:main',
+            'sequence_ai_sim_arm = sequence_ai_ros.sim.main:main',
             'sequence_ai_gateway = sequence_ai_ros.cli:gateway_main',
             'sequence-ai-ros = sequence_ai_ros.cli:main',
         ],

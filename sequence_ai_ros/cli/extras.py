@@ -9,6 +9,7 @@ import importlib
 import importlib.util
 import sys
 
+from sequence_ai_ros import stop_signals
 from sequence_ai_ros.cli.names import DEMO_MODULE, GATEWAY_EXECUTABLE, PROG
 
 GATEWAY_MODULES = ('starlette', 'uvicorn', 'numpy', 'PIL')
@@ -56,7 +57,9 @@ def run_gateway(argv: list[str], prog: str = f'{PROG} gateway') -> int:
 
 def gateway_main() -> int:
     """Run the `sequence_ai_gateway` executable (ros2 run, launch files), or say what it lacks."""
-    return run_gateway(sys.argv[1:], prog=GATEWAY_EXECUTABLE)
+    # Before the gateway's imports: a signal while they load is a request to stop, not a crash.
+    with stop_signals.stop_on_signals():
+        return run_gateway(sys.argv[1:], prog=GATEWAY_EXECUTABLE)
 
 
 def run_demo(argv: list[str]) -> int:

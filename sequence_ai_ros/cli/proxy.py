@@ -1,11 +1,10 @@
 """`sequence-ai-ros proxy`: relay to a local gateway over a slower link, to rehearse a robot."""
 
 import argparse
-import signal
 import sys
-import threading
 from typing import Any
 
+from sequence_ai_ros import stop_signals
 from sequence_ai_ros.cli.arguments import host_port, kbps, milliseconds
 from sequence_ai_ros.cli.names import PROG
 
@@ -41,7 +40,12 @@ def add_command(commands: Any) -> None:
 
 
 def run_proxy(args: argparse.Namespace) -> int:
-    """Relay until Ctrl-C or SIGTERM, then print what was relayed; return the exit status."""
+    """Relay until SIGINT or SIGTERM, then print what was relayed; return the exit status."""
+    with stop_signals.stop_on_signals():
+        return _relay(args)
+
+
+def _relay(args: argparse.Namespace) -> int:
     from sequence_ai_ros.faults import FaultProxy
     from sequence_ai_ros.faults.process import summary_line
 
@@ -56,20 +60,14 @@ def run_proxy(args: argparse.Namespace) -> int:
     except (ValueError, OSError) as exc:
         print(f'{PROG} proxy: {exc}', file=sys.stderr)
         return 2
-    stop = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    bandwidth = f'{args.bandwidth_kbps:g} kbit/s' if args.bandwidth_kbps else 'unlimited'
-    print(f'proxy {proxy.url()} -> {host}:{port}: latency {args.latency_ms:g} ms each way '
-          f'(+{2 * args.latency_ms:g} ms per round trip), jitter up to {args.jitter_ms:g} ms, '
-          f'bandwidth {bandwidth}. Ctrl-C to stop.', flush=True)
     try:
-        while not stop.wait(0.5):
-            pass
-    except KeyboardInterrupt:
-        pass
+        bandwidth = f'{args.bandwidth_kbps:g} kbit/s' if args.bandwidth_kbps else 'unlimited'
+        print(f'proxy {proxy.url()} -> {host}:{port}: latency {args.latency_ms:g} ms each way '
+              f'(+{2 * args.latency_ms:g} ms per round trip), jitter up to '
+              f'{args.jitter_ms:g} ms, bandwidth {bandwidth}. Ctrl-C to stop.', flush=True)
+        stop_signals.wait()
     finally:
         proxy.close()
-        signal.signal(signal.SIGTERM, previous)
     stats = proxy.stats()
     for error in stats.errors:  # the proxy's own bugs, never the peers' doing
         print(f'{PROG} proxy: internal error: {error}', file=sys.stderr)

@@ -6,16 +6,15 @@
 # read like the hosted gateway's: ~0.8 s latency, 1.0 s pi05-droid chunks.
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 import secrets
-import signal
 import sys
 import tempfile
 import time
-from types import FrameType
 from typing import Any, TextIO
 
+from sequence_ai_ros import stop_signals
 from sequence_ai_ros.gateway.catalogue import load_catalogue, ModelProfile
 from sequence_ai_ros.gateway.process import GatewayProcess
 from sequence_ai_ros.harness.child_processes import ChildProcess, random_domain_id, ros_environment
@@ -29,6 +28,16 @@ from .summary import outcome_table, Run
 CONTROLLERS_FILE = 'ros2_control/panda_controllers.yaml'
 TARGET_XY = (0.55, -0.2)
 STEP_TIMEOUT_S = 30.0  # starting a process, configuring: generous for a slow CI machine
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM asked the demo to stop: it stops every process and exits 0."""
+
+
+def check_stop() -> None:
+    """Raise Interrupted if a stop was requested: called between steps and while waiting."""
+    if stop_signals.requested():
+        raise Interrupted
 
 
 class Demo:
@@ -72,13 +81,16 @@ class Demo:
             f'{profile.action_horizon} steps at {profile.native_hz:g} Hz = '
             f'{profile.covers_seconds / self.scale:g} s chunks), scenario {args.scenario}, '
             f'time scale {self.scale:g}; ROS domain {self.domain_id}')
+        check_stop()
         self.gateway = GatewayProcess(flags, keys={self.key: 10**6}, startup_timeout_s=30.0)
         self.gateway.start()
+        check_stop()
         self.status = RunStatus(self.gateway, profile, self.actions)
         self.progress.line(f'local gateway on {self.gateway.base_url} (key auth, one demo key)')
         self.ros = RosSide(self.domain_id)
         runs = self.runs
         runs.append(self.episode('prefetch on', True))
+        check_stop()
         if args.compare and not runs[0].failure:
             runs.append(self.episode('prefetch off', False))
         done = [run for run in runs if not run.failure]
@@ -95,7 +107,8 @@ class Demo:
         from .record import Recorder
 
         run = Run(label, prefetch, '/demo/' + label.replace(' ', '_'))
-        sim = self._child('sim_arm', run, 'sequence_ai_ros.sim.node', [
+        check_stop()
+        sim = self._child('sim_arm', run, 'sequence_ai_ros.sim.main', [
             '-p', f'time_scale:={self.scale!r}',
             '-p', f'target_xy:=[{TARGET_XY[0]!r}, {TARGET_XY[1]!r}]', *self._controllers()[0]])
         node = self._child('policy_node', run, 'sequence_ai_ros.node.main', [
@@ -152,12 +165,17 @@ class Demo:
         self.progress.show(f'{run.label}: starting the simulated arm and the policy node')
         if not self._wait(lambda: bool(data.joint_states), STEP_TIMEOUT_S, sim, node):
             return self._dead(sim, node) or 'the simulated arm published no joint_states'
-        if not recorder.wait_for_node(STEP_TIMEOUT_S):
-            return self._dead(sim, node) or 'the policy node did not come up'
-        if not recorder.transition(Transition.TRANSITION_CONFIGURE, STEP_TIMEOUT_S):
-            return self._dead(sim, node) or 'the policy node failed to configure'
-        if not recorder.transition(Transition.TRANSITION_ACTIVATE, STEP_TIMEOUT_S):
-            return self._dead(sim, node) or 'the policy node failed to activate'
+        steps: tuple[tuple[Callable[[], bool], str], ...] = (
+            (lambda: recorder.wait_for_node(STEP_TIMEOUT_S), 'did not come up'),
+            (lambda: recorder.transition(Transition.TRANSITION_CONFIGURE, STEP_TIMEOUT_S),
+             'failed to configure'),
+            (lambda: recorder.transition(Transition.TRANSITION_ACTIVATE, STEP_TIMEOUT_S),
+             'failed to activate'))
+        for step, failure in steps:
+            done = step()
+            check_stop()  # each step takes up to seconds; a signal meanwhile stops here
+            if not done:
+                return self._dead(sim, node) or f'the policy node {failure}'
         status = self.status
         assert status is not None
         period = 1.0 / self.profile.control_hz
@@ -182,6 +200,7 @@ class Demo:
               status: Any = None) -> bool:
         deadline = time.monotonic() + timeout_s
         while not done():
+            check_stop()
             if time.monotonic() > deadline or self._dead(*children):
                 return False
             if status is not None:
@@ -247,12 +266,14 @@ class Demo:
         self._tmp.cleanup()
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt(f'signal {signum}')
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the demo; return 0 when every episode completed, 1 if not, 130 when interrupted."""
+    """Run the demo; return 0 when every episode completed or a signal stopped it, else 1."""
+    # First: from here a signal stops the demo and every process it started, and it exits 0.
+    with stop_signals.stop_on_signals():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = build_parser().parse_args(argv)
     try:
         from . import plot  # noqa: F401  (before minutes of work, not after)
@@ -260,21 +281,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f'the demo draws its picture with matplotlib, which is missing ({exc}): '
               'pip install matplotlib, or apt install python3-matplotlib', file=sys.stderr)
         return 2
-    previous = signal.signal(signal.SIGTERM, _interrupt)  # stop the children on SIGTERM too
     demo: Demo | None = None
     try:
         demo = Demo(args, sys.stdout)
+        check_stop()
         return demo.run()
-    except KeyboardInterrupt:
+    except Interrupted:
         print('\ninterrupted: stopping every process', file=sys.stderr)
-        return 130
+        return 0
     except (RuntimeError, OSError) as exc:
+        if stop_signals.requested():  # a child stopped by the same Ctrl-C, as it should
+            print('\ninterrupted: stopping every process', file=sys.stderr)
+            return 0
         print(f'demo failed: {exc}', file=sys.stderr)
         return 1
     finally:
         if demo is not None:
             demo.close()
-        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == '__main__':

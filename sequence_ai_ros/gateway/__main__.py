@@ -2,6 +2,11 @@
 
 import sys
 
-from .server import main
+from sequence_ai_ros import stop_signals
 
-sys.exit(main())
+# Before the gateway's imports: a signal while they load is a request to stop, not a crash.
+with stop_signals.stop_on_signals():
+    from .server import main
+
+    code = main()
+sys.exit(code)

@@ -1,5 +1,9 @@
 """
-The `gateway` command: parse flags, build the app, serve it with uvicorn.
+The `gateway` command: parse flags, build the app, serve it with uvicorn until SIGINT or SIGTERM.
+
+A signal is a request to stop (sequence_ai_ros.stop_signals): at start-up the gateway stops
+before it serves; when serving, uvicorn shuts down gracefully (requests in flight get up to 3 s);
+either way the process exits 0.
 
 Durations given on the command line are model seconds; `--time-scale S` multiplies every
 one of them (latency, cold start, idle timeout, step time, retry_after_s) and divides the
@@ -7,10 +11,14 @@ control rate, so a test at S = 0.02 sees the same ratios 50 times faster.
 """
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 import logging
 import os
 import sys
+from typing import Any
+
+from sequence_ai_ros import stop_signals
 
 from .app import create_app
 from .config import GatewayConfig, SCENARIOS
@@ -96,7 +104,12 @@ def config_from_args(args: argparse.Namespace) -> GatewayConfig:
 
 
 def main(argv: Sequence[str] | None = None, prog: str = 'gateway') -> int:
-    """Run the gateway until interrupted; returns the exit status."""
+    """Run the gateway until SIGINT or SIGTERM; returns the exit status (0 after a signal)."""
+    with stop_signals.stop_on_signals():
+        return _main(argv, prog)
+
+
+def _main(argv: Sequence[str] | None, prog: str) -> int:
     parser = build_parser(prog)
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(),
@@ -108,8 +121,6 @@ def main(argv: Sequence[str] | None = None, prog: str = 'gateway') -> int:
         parser.exit(2, f'{parser.prog}: error: {exc}\n')
     if args.ray or args.ray_address:
         return _serve_on_ray(parser, args, config)
-    import uvicorn  # here, so that building the parser stays cheap for the umbrella CLI
-
     if not config.keys:
         LOG.warning('no API keys (--keys-file or %s): auth is disabled, every call is '
                     'accepted', KEYS_ENV)
@@ -117,7 +128,36 @@ def main(argv: Sequence[str] | None = None, prog: str = 'gateway') -> int:
     LOG.info('serving %s://%s:%d (auth %s, scenario %s, time scale %g, %s policy)',
              scheme, config.host, config.port, 'keys' if config.keys else 'disabled',
              config.scenario, config.time_scale, config.policy or 'reference')
-    uvicorn.run(
+    if not stop_signals.requested():  # a signal during start-up: nothing to serve
+        _serve(app, config)
+    if stop_signals.requested():
+        # A request uvicorn gave up on may still hold a worker thread (a policy server that
+        # does not answer), which the interpreter would wait for: every answer is sent.
+        stop_signals.exit_now_if_threads_linger(0)
+    return 0
+
+
+def _serve(app: Any, config: GatewayConfig) -> None:
+    """Serve `app` with uvicorn until this process is asked to stop."""
+    import uvicorn  # here, so that building the parser stays cheap for the umbrella CLI
+
+    class StopOnRequest(uvicorn.Server):
+        # uvicorn's own handlers re-raise the signal once it has shut down, and the process
+        # dies of it (-2, -15): a launcher reports a crash. A second signal changes nothing:
+        # the graceful shutdown is bounded (timeout_graceful_shutdown) and ends as it began.
+        @contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            def stop(signum: int) -> None:
+                self.should_exit = True
+
+            with stop_signals.on_signal(stop):
+                self.should_exit = self.should_exit or stop_signals.requested()
+                yield
+
+        def install_signal_handlers(self) -> None:  # the same, for uvicorn before 0.29
+            pass
+
+    StopOnRequest(uvicorn.Config(
         app, host=config.host, port=config.port, log_level=config.log_level,
         timeout_keep_alive=config.keep_alive_s, timeout_graceful_shutdown=3,
         # Our own lines carry no headers; uvicorn's access lines are off to keep it that way,
@@ -126,8 +166,7 @@ def main(argv: Sequence[str] | None = None, prog: str = 'gateway') -> int:
         ssl_keyfile=config.keyfile,
         # uvicorn's 'auto' picks httptools and uvloop when installed (ray[serve] brings them);
         # the gateway's framing answers (400 on a short Content-Length, 408, 413) are h11's.
-        http='h11', loop='asyncio')
-    return 0
+        http='h11', loop='asyncio')).run()
 
 
 def _serve_on_ray(parser: argparse.ArgumentParser, args: argparse.Namespace,

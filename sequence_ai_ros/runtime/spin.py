@@ -2,8 +2,9 @@
 Start and spin a node so that SIGINT/SIGTERM end it cleanly (Humble to Kilted).
 
 rclpy's own signal handlers shut the context down at once, so a node could no longer publish
-its last hold. Here a signal only stops the spinning; the node holds, then the context is shut
-down.
+its last hold. Here a signal is a stop request (sequence_ai_ros.stop_signals): it only stops the
+spinning, also when it came during start-up; the node holds, then the context is shut down,
+and the process exits 0.
 
 The executor is a choice, `SEQUENCE_AI_ROS_EXECUTOR=events|single` (default events):
 rclpy's EventsExecutor (`rclpy.experimental` in Kilted; a C++ event queue) spends far less
@@ -15,15 +16,17 @@ keeps a robot's node down.
 """
 
 from collections.abc import Callable
+from contextlib import nullcontext
 import os
-import signal
 import threading
+import time
 from typing import Any
 
 import rclpy
 from rclpy.executors import Executor, ExternalShutdownException, SingleThreadedExecutor
 import rclpy.logging
 from rclpy.node import Node
+from sequence_ai_ros import stop_signals
 
 EXECUTOR_ENV = 'SEQUENCE_AI_ROS_EXECUTOR'
 EVENTS = 'events'
@@ -33,21 +36,20 @@ DEFAULT_EXECUTOR = EVENTS
 # How long a spin waits for work before it looks at the stop flag: the latency of a signal
 # to an idle node (no callback would otherwise run Python on the main thread to notice it).
 POLL_S = 0.1
-
-
-def _interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt(f'signal {signum}')
+# A copy of the first signal within this long is the same request, sent twice (see below).
+DUPLICATE_S = 0.5
 
 
 def init(args: list[str] | None = None) -> None:
-    """Call rclpy.init without rclpy's signal handlers; make SIGTERM behave like SIGINT."""
+    """Call rclpy.init without rclpy's signal handlers; SIGINT and SIGTERM request a stop."""
+    # Before rclpy.init: a signal while it runs is a request too, honoured once spinning.
+    stop_signals.install()
     try:
         from rclpy.signals import SignalHandlerOptions
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    except ImportError:  # an rclpy without signal options keeps its own handlers
+    except ImportError:  # an rclpy without signal options installs its own: ours again
         rclpy.init(args=args)
-    signal.signal(signal.SIGTERM, _interrupt)
-    signal.signal(signal.SIGINT, _interrupt)
+        stop_signals.install()
 
 
 def executor_choice(node: Node) -> str:
@@ -96,43 +98,42 @@ def make_executor(node: Node, choice: str | None = None) -> Executor:
     return executor
 
 
-class _StopOnSignal:
+class _InterruptOnRepeat:
     """
-    While spinning, SIGINT/SIGTERM let the callback in progress finish, then stop the spin.
+    The first signal lets the callback in progress finish; a later one interrupts it.
 
-    A KeyboardInterrupt raised inside a callback is logged by the EventsExecutor as a FATAL
-    exception with a traceback, and can leave any callback half done; a second signal still
-    interrupts at once, for a callback that never returns.
+    For a callback that never returns: another signal (launch's SIGTERM after its SIGINT), or
+    the same one again later (a second Ctrl-C). A copy of the first that comes with it (a
+    terminal's Ctrl-C and launch's forwarded SIGINT) only repeats the request: interrupted, the
+    callback in progress could be left half done (an episode ended, its hold not published).
     """
 
     def __init__(self) -> None:
-        self.requested = False
-        self._previous: dict[int, Any] = {}
+        self.first: tuple[int, float] | None = None
 
-    def __call__(self, signum: int, frame: Any) -> None:
-        if self.requested:
+    def __call__(self, signum: int) -> None:
+        now = time.monotonic()
+        if self.first is None:
+            self.first = (signum, now)
+        elif signum != self.first[0] or now - self.first[1] >= DUPLICATE_S:
             raise KeyboardInterrupt(f'signal {signum}')
-        self.requested = True
-
-    def __enter__(self) -> '_StopOnSignal':
-        # Only handlers that init() installed are ours to swap, and only the main thread may.
-        if threading.current_thread() is threading.main_thread():
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                if signal.getsignal(signum) is _interrupt:
-                    self._previous[signum] = signal.signal(signum, self)
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        for signum, handler in self._previous.items():
-            signal.signal(signum, handler)
 
 
 def _spin(executor: Any, on_error: Callable[[Exception], None]) -> None:
+    """
+    Spin until the context shuts down or a stop is requested (see init).
+
+    A KeyboardInterrupt raised inside a callback is logged by the EventsExecutor as a FATAL
+    exception with a traceback, and can leave any callback half done: the first signal only
+    ends the spin after the callback in progress (see _InterruptOnRepeat).
+    """
     context = executor.context
-    with _StopOnSignal() as stop:
+    # Handlers run on the main thread: only a spin there can be interrupted by one.
+    main = threading.current_thread() is threading.main_thread()
+    with stop_signals.on_signal(_InterruptOnRepeat()) if main else nullcontext():
         # spin_once with a timeout rather than spin(): the EventsExecutor's spin() in rclpy
         # 9.1 (Kilted) busy-waits a whole core, and neither spin() sees a signal while idle.
-        while context.ok() and not stop.requested:
+        while context.ok() and not stop_signals.requested():
             try:
                 executor.spin_once(timeout_sec=POLL_S)
             except (KeyboardInterrupt, ExternalShutdownException):

@@ -21,7 +21,6 @@ the clock JTC uses and `header.stamp` is written in; with use_sim_time it follow
 """
 
 from collections.abc import Sequence
-import signal
 import sys
 from typing import Any
 
@@ -34,6 +33,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage, Image, JointState
+from sequence_ai_ros import stop_signals
 from sequence_ai_ros.runtime.spin import init, make_executor, shutdown, spin_until_shutdown
 from sequence_ai_ros.sim import controllers, messages, params
 from sequence_ai_ros.sim.arm import JOINT_NAMES, SimArm
@@ -170,7 +170,7 @@ class SimArmNode(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    """Run the node until SIGINT/SIGTERM, then shut down without a traceback."""
+    """Run the node until SIGINT/SIGTERM, then shut down without a traceback and exit 0."""
     init(args)
     logger = rclpy.logging.get_logger('sim_arm')
     try:
@@ -190,9 +190,8 @@ def main(args: list[str] | None = None) -> None:
         spin_until_shutdown(executor)
     finally:
         # A terminal's Ctrl-C and launch's forwarded SIGINT both arrive: the second must not
-        # cut the shutdown short (the process would die with -2 instead of finishing cleanly).
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        # cut the shutdown short, nor the exit (the process would die with -2).
+        stop_signals.ignore()
         summary = f'final task distance {node.task_distance():.3f} m, holds {node.hold_count}'
         # Logged after destroy_node: a signal may have taken the rosout publisher already.
         node.destroy_controllers()

@@ -1,5 +1,5 @@
 """
-`gateway --ray`: start (or join) Ray, run the application, serve until SIGTERM or Ctrl-C.
+`gateway --ray`: start (or join) Ray, run the application, serve until SIGINT or SIGTERM.
 
 A local Ray is started with no dashboard and a small object store, and shut down on exit;
 Serve's HTTP proxy, the only port a client uses, listens on the gateway's `--host` (127.0.0.1 by
@@ -14,8 +14,9 @@ import logging
 import os
 import signal
 import threading
-from typing import Any
+from typing import Any, NoReturn
 
+from sequence_ai_ros import stop_signals
 from sequence_ai_ros.gateway.config import GatewayConfig
 
 from . import LOOPBACK_ENV
@@ -29,7 +30,12 @@ OBJECT_STORE_BYTES = 100 * 1024 * 1024  # observations are frames of a few kB; R
 def start_ray(address: str | None) -> None:
     """Join `address`, or start a local Ray reachable on loopback only."""
     import ray
+    from ray._private import ray_constants
 
+    # The driver's core worker would install absl's failure signal handler, which takes
+    # SIGTERM for a crash and aborts (-6); here SIGTERM is a request to stop. Read when the
+    # core worker starts (ray 2.60); Ray's own processes keep their handler.
+    ray_constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER = True
     if address:
         ray.init(address=address, log_to_driver=False)
         return
@@ -53,25 +59,36 @@ def http_options(config: GatewayConfig) -> dict[str, Any]:
     return options
 
 
-def serve_on_ray(config: GatewayConfig, scaling: Scaling) -> int:
-    """Run the gateway on Ray Serve until a signal; returns the exit status."""
+def serve_on_ray(config: GatewayConfig, scaling: Scaling) -> NoReturn:
+    """Run the gateway on Ray Serve until SIGINT or SIGTERM, then end the process (status 0)."""
     from ray import serve
 
-    start_ray(scaling.address)
-    # After ray.init, which installs handlers of its own that would end the process at once.
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
     try:
-        serve.start(http_options=http_options(config), proxy_location='HeadOnly')
-        serve.run(build_application(config, scaling), name=APP_NAME, route_prefix='/')
-        LOG.info('serving on Ray Serve at %s:%d: %d policy replica(s)%s', config.host,
-                 config.port, scaling.replicas,
-                 f', autoscaling to {scaling.max_replicas}' if scaling.max_replicas else '')
-        stop.wait()
+        start_ray(scaling.address)
+    except SystemExit as exc:
+        # ray.init's own SIGTERM handler (sys.exit) ran before ours was back: a stop request.
+        if exc.code != signal.SIGTERM:
+            raise
+        stop_signals.request(signal.SIGTERM)
+    finally:
+        # ray.init installs handlers of its own that would end the process at once.
+        stop_signals.install()
+    try:
+        # Each step takes seconds; a signal during one stops the gateway after it.
+        if not stop_signals.requested():
+            serve.start(http_options=http_options(config), proxy_location='HeadOnly')
+        if not stop_signals.requested():
+            serve.run(build_application(config, scaling), name=APP_NAME, route_prefix='/')
+            LOG.info('serving on Ray Serve at %s:%d: %d policy replica(s)%s', config.host,
+                     config.port, scaling.replicas,
+                     f', autoscaling to {scaling.max_replicas}' if scaling.max_replicas
+                     else '')
+        stop_signals.wait()
     finally:
         shut_down(scaling.address)
-    return 0
+    # Ray's C++ threads outlive ray.shutdown, and the interpreter's finalization under them can
+    # crash (SIGSEGV, ray 2.60, stopped while Serve was starting): all is stopped, so end here.
+    stop_signals.exit_now(0)
 
 
 def shut_down(address: str | None) -> None:
@@ -79,10 +96,11 @@ def shut_down(address: str | None) -> None:
     import ray
     from ray import serve
 
-    stopper = threading.Thread(target=serve.delete if address else serve.shutdown,
-                               args=(APP_NAME,) if address else (), daemon=True)
-    stopper.start()
-    stopper.join(SHUTDOWN_S)
-    if stopper.is_alive():
-        LOG.warning('Serve did not stop within %.0f s; shutting Ray down', SHUTDOWN_S)
+    if ray.is_initialized():  # else Serve would start a Ray of its own to look for itself
+        stopper = threading.Thread(target=serve.delete if address else serve.shutdown,
+                                   args=(APP_NAME,) if address else (), daemon=True)
+        stopper.start()
+        stopper.join(SHUTDOWN_S)
+        if stopper.is_alive():
+            LOG.warning('Serve did not stop within %.0f s; shutting Ray down', SHUTDOWN_S)
     ray.shutdown()
