@@ -29,6 +29,8 @@ HUMBLE_NAMES = {
     'rclpy.parameter': {'Parameter'},
     'rclpy.qos': {'QoSProfile', 'ReliabilityPolicy', 'qos_profile_sensor_data',
                   'qos_profile_system_default'},
+    # Since Foxy (rclpy/serialization.py): the episode recorder serializes with it.
+    'rclpy.serialization': {'serialize_message'},
     'rclpy.signals': {'SignalHandlerOptions'},
     'rclpy.task': {'Future'},
     'launch': {'LaunchDescription'},

@@ -20,7 +20,8 @@ PACKAGE_XML = REPO / 'package.xml'
 DISTROS = ('humble', 'jazzy', 'kilted')
 KEY = re.compile(r'<((?:build_|exec_|test_|build_export_|buildtool_)?depend)[^>]*>([^<]+)<')
 # Python modules by the rosdep key that installs them (ROS packages: the module's own name).
-SYSTEM_KEYS = {'httpx': 'python3-httpx', 'numpy': 'python3-numpy', 'PIL': 'python3-pil'}
+SYSTEM_KEYS = {'httpx': 'python3-httpx', 'numpy': 'python3-numpy', 'PIL': 'python3-pil',
+               'yaml': 'python3-yaml'}
 # What runs on the robot: the node, the client it uses, the sim arm and the launch files. The
 # gateway and the demo are optional extras (setup.py), not package.xml's.
 # What a robot runs: the node and the client with what they import, the sim and its world.
