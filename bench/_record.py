@@ -64,3 +64,14 @@ def write_results_section(path: Path, heading: str, body: str) -> None:
         end = text.find('\n## ', start + len(heading))
         text = text[:start] + section + (text[end:] if end >= 0 else '')
     path.write_text(text, encoding='utf-8')
+
+
+def print_and_write(sections: Sequence[str], results: Path, heading: str, write: bool) -> None:
+    """Print a bench's sections; with `write`, make them its section of RESULTS.md."""
+    body = '\n\n'.join(sections)
+    print('\n' + body)
+    if write:
+        write_results_section(results, heading, body)
+        print(f'\nwrote {results}')
+    else:
+        print(f'\n(--quick or short run: {results} left alone; --write to update it)')

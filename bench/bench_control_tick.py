@@ -41,7 +41,7 @@ from ._record import (
     GATEWAY_NICE,
     header,
     lower_priority,
-    write_results_section,
+    print_and_write,
 )
 from ._tick_report import read_record, report, Run
 from ._tick_roles import NAMES, TOPIC
@@ -341,13 +341,7 @@ def main(argv: list[str] | None = None) -> int:
         '`~/chunks` events, which the node publishes from the tick that takes in a new '
         'chunk.\n\n' + near,
     ]
-    body = '\n\n'.join(sections)
-    print('\n' + body)
-    if args.write:
-        write_results_section(args.results, SECTION, body)
-        print(f'\nwrote {args.results}')
-    else:
-        print(f'\n(--quick or short run: {args.results} left alone; --write to update it)')
+    print_and_write(sections, args.results, SECTION, args.write)
     return 0
 
 

@@ -28,7 +28,7 @@ from sequence_ai_ros.demo.configs import config_file
 from sequence_ai_ros.gateway.catalogue import load_catalogue
 import yaml
 
-from ._record import command_line, header, write_results_section
+from ._record import command_line, header, print_and_write
 from ._recording_report import episode_file, FileFigures, report
 from .bench_control_tick import Bench, LATENCY_S, RESULTS, WARMUP_S, WIDE_LIMIT_RAD
 
@@ -193,13 +193,7 @@ def main(argv: list[str] | None = None) -> int:
             "model's shipped parameter file only " f'{", ".join(MODEL_FIELDS)} (what shapes its '
             'requests). **frames** = the share of the file that is the camera frames as '
             'encoded for the gateway.\n\n' + models)
-    body = '\n\n'.join(sections)
-    print('\n' + body)
-    if args.write:
-        write_results_section(args.results, SECTION, body)
-        print(f'\nwrote {args.results}')
-    else:
-        print(f'\n(--quick or short run: {args.results} left alone; --write to update it)')
+    print_and_write(sections, args.results, SECTION, args.write)
     return 0
 
 
