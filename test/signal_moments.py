@@ -19,6 +19,8 @@ import tempfile
 import threading
 import time
 
+from sequence_ai_ros.harness.child_processes import child_env
+
 REPO = str(Path(__file__).resolve().parents[1])
 # Generous bounds for a loaded two-core machine; every wait ends at its event, far sooner.
 START_S = 60.0
@@ -27,9 +29,7 @@ EXIT_S = 30.0
 
 def environment(**extra):
     """Return this process's environment with the checkout first on PYTHONPATH."""
-    env = dict(os.environ, PYTHONUNBUFFERED='1', **extra)
-    env['PYTHONPATH'] = os.pathsep.join(filter(None, [REPO, os.environ.get('PYTHONPATH')]))
-    return env
+    return child_env(REPO, PYTHONUNBUFFERED='1', **extra)
 
 
 def _stat(pid):
