@@ -1,6 +1,8 @@
 """The demo end to end, and the reference policy closing the loop with the simulated arm."""
 
+import importlib.util
 import io
+import json
 import os
 from pathlib import Path
 import re
@@ -115,6 +117,22 @@ def test_demo_command_runs_end_to_end_and_draws_the_comparison(tmp_path):
         assert image.width >= 1200 and image.height >= 700
         # Drawn on, not blank: a chart has many colours.
         assert len(image.convert('RGB').getcolors(1 << 20) or []) > 50
+    assert_episodes_recorded(png.parent / 'episodes', tmp_path)
+
+
+def assert_episodes_recorded(folder, tmp_path):
+    """Both of the demo's episodes are in MCAP files beside the picture; report draws one."""
+    if importlib.util.find_spec('mcap_ros2') is None:
+        return  # recording is optional: the node said so and ran without it
+    from sequence_ai_ros.cli import report_command
+    from sequence_ai_ros.record.reader import read_episode
+    from sequence_ai_ros.record.schemas import OUTCOME
+    files = sorted(folder.glob('*.mcap'))
+    assert len(files) == 2, list(folder.iterdir()) if folder.exists() else folder
+    for path in files:
+        (ended,) = read_episode(path).on(OUTCOME)
+        assert json.loads(ended.message.data)['outcome'] == 'completed'
+    assert report_command.main([str(files[0]), '--out', str(tmp_path / 'episode.png')]) == 0
 
 
 def test_a_failing_episode_exits_non_zero_with_the_node_log(tmp_path, monkeypatch):

@@ -139,6 +139,8 @@ class Demo:
             'prefetch': 'true' if run.prefetch else 'false',
             # The node waits out the cold start before its first action; it must cover it.
             'startup_timeout_s': repr(self.cold_wall_s + STEP_TIMEOUT_S),
+            # Each episode's MCAP beside the picture: `sequence-ai-ros report` draws any of them.
+            'record_dir': str(self.episodes_dir),
             **self._controllers()[1],
         }
         if self.args.join:
@@ -240,6 +242,12 @@ class Demo:
                chunk_s=self.profile.covers_seconds / self.scale,
                join=self._join(), target=TARGET_XY)
         self.progress.line(f'picture: {path}')
+        self.progress.line(f'episodes: {self.episodes_dir} (sequence-ai-ros report FILE.mcap)')
+
+    @property
+    def episodes_dir(self) -> Path:
+        """Where the node records the demo's episodes: beside the picture."""
+        return Path(self.args.out).resolve().parent / 'episodes'
 
     def _title(self) -> str:
         args, profile = self.args, self.profile
