@@ -31,7 +31,7 @@ JAZZY_TESTS ?= $(addprefix test/test_,$(addsuffix .py, \
 	node_lifecycle_abuse node_record node_trajectory_modes openpi_ros operator_session params \
 	ros2_cli ros2_launch secrets sim_forward_command sim_gripper_action sim_joint_limits \
 	sim_jtc_node sim_node sim_parallel_gripper_action sim_parallel_gripper_rules \
-	sim_trajectory soak spin))
+	sim_trajectory signal_exits soak spin))
 # ROS 2 reached only through a sourced setup script, as on a robot: children must keep it.
 SOURCED_TESTS ?= test/test_spin.py test/test_node_lifecycle_abuse.py
 # Ubuntu 22.04's Python 3.10 (a pyenv build where the machine has one, else the PATH's).
