@@ -7,6 +7,7 @@ from pathlib import Path
 import platform
 import subprocess
 import sys
+from typing import Any
 
 from sequence_ai_ros.harness import proc_stats
 
@@ -75,3 +76,14 @@ def print_and_write(sections: Sequence[str], results: Path, heading: str, write:
         print(f'\nwrote {results}')
     else:
         print(f'\n(--quick or short run: {results} left alone; --write to update it)')
+
+
+def add_results_options(parser: Any, default: Path, section: str) -> None:
+    """Add --results, --write and --no-write: where a bench's section goes, and whether."""
+    parser.add_argument('--results', type=Path, default=default,
+                        help=f'markdown file whose {section} section to write '
+                        '(default bench/RESULTS.md)')
+    write = parser.add_mutually_exclusive_group()
+    write.add_argument('--write', action='store_true', default=None,
+                       help='update RESULTS.md even for a --quick or shorter run')
+    write.add_argument('--no-write', dest='write', action='store_false', help='only print')

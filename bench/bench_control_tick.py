@@ -37,6 +37,7 @@ from sequence_ai_ros.world import arm_model
 import yaml
 
 from ._record import (
+    add_results_options,
     command_line,
     GATEWAY_NICE,
     header,
@@ -251,13 +252,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help='rate of each of the two camera topics (default 15)')
     parser.add_argument('--camera-size', type=lambda v: tuple(int(n) for n in v.split('x')),
                         default=(320, 240), help='camera frame WIDTHxHEIGHT (default 320x240)')
-    parser.add_argument('--results', type=Path, default=RESULTS,
-                        help='markdown file whose Control tick section to write '
-                        '(default bench/RESULTS.md)')
-    write = parser.add_mutually_exclusive_group()
-    write.add_argument('--write', action='store_true', default=None,
-                       help='update RESULTS.md even for a --quick or shorter run')
-    write.add_argument('--no-write', dest='write', action='store_false', help='only print')
+    add_results_options(parser, RESULTS, 'Control tick')
     args = parser.parse_args(argv)
     if args.seconds is None:
         args.seconds = QUICK_SECONDS if args.quick else DEFAULT_SECONDS

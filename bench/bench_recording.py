@@ -28,7 +28,7 @@ from sequence_ai_ros.demo.configs import config_file
 from sequence_ai_ros.gateway.catalogue import load_catalogue
 import yaml
 
-from ._record import command_line, header, print_and_write
+from ._record import add_results_options, command_line, header, print_and_write
 from ._recording_report import episode_file, FileFigures, report
 from .bench_control_tick import Bench, LATENCY_S, RESULTS, WARMUP_S, WIDE_LIMIT_RAD
 
@@ -124,13 +124,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument('--models', nargs='*', default=list(MODELS),
                         help='catalogue models to measure bytes per minute for (default: all '
                         'four; none to skip)')
-    parser.add_argument('--results', type=Path, default=RESULTS,
-                        help='markdown file whose Recording section to write '
-                        '(default bench/RESULTS.md)')
-    write = parser.add_mutually_exclusive_group()
-    write.add_argument('--write', action='store_true', default=None,
-                       help='update RESULTS.md even for a --quick or shorter run')
-    write.add_argument('--no-write', dest='write', action='store_false', help='only print')
+    add_results_options(parser, RESULTS, 'Recording')
     args = parser.parse_args(argv)
     if args.seconds is None:
         args.seconds = QUICK_SECONDS if args.quick else DEFAULT_SECONDS
