@@ -255,6 +255,7 @@ CHILD = textwrap.dedent("""
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.05)  # the handler has run by now: this callback must still finish
             if mode == 'stuck':
+                time.sleep(spin.DUPLICATE_S)  # a signal sooner only repeats the request
                 os.kill(os.getpid(), signal.SIGTERM)
                 while True:
                     time.sleep(0.01)

@@ -36,7 +36,7 @@ DEFAULT_EXECUTOR = EVENTS
 # How long a spin waits for work before it looks at the stop flag: the latency of a signal
 # to an idle node (no callback would otherwise run Python on the main thread to notice it).
 POLL_S = 0.1
-# A copy of the first signal within this long is the same request, sent twice (see below).
+# A signal within this long of the first is the same request, sent twice (see below).
 DUPLICATE_S = 0.5
 
 
@@ -102,20 +102,23 @@ class _InterruptOnRepeat:
     """
     The first signal lets the callback in progress finish; a later one interrupts it.
 
-    For a callback that never returns: another signal (launch's SIGTERM after its SIGINT), or
-    the same one again later (a second Ctrl-C). A copy of the first that comes with it (a
-    terminal's Ctrl-C and launch's forwarded SIGINT) only repeats the request: interrupted, the
-    callback in progress could be left half done (an episode ended, its hold not published).
+    For a callback that never returns: a signal that comes after the first has had DUPLICATE_S
+    to end the spin (launch's SIGTERM 5 s after its SIGINT, a second Ctrl-C). One that comes
+    with the first, whatever its number (a terminal's Ctrl-C and launch's forwarded SIGINT, a
+    supervisor's SIGINT then SIGTERM), only repeats the request: interrupted, the callback in
+    progress could be left half done (an episode ended, its hold not published), and a
+    KeyboardInterrupt raised while the EventsExecutor's C++ is on the stack can abort the
+    process (SIGABRT, seen under load).
     """
 
     def __init__(self) -> None:
-        self.first: tuple[int, float] | None = None
+        self.first_at: float | None = None
 
     def __call__(self, signum: int) -> None:
         now = time.monotonic()
-        if self.first is None:
-            self.first = (signum, now)
-        elif signum != self.first[0] or now - self.first[1] >= DUPLICATE_S:
+        if self.first_at is None:
+            self.first_at = now
+        elif now - self.first_at >= DUPLICATE_S:
             raise KeyboardInterrupt(f'signal {signum}')
 
 
