@@ -28,12 +28,15 @@ import warnings
 
 import httpx
 import sequence_ai
-from sequence_ai_ros.client.config import full_model_id
-from sequence_ai_ros.client.observer import PolicyObserver
-from sequence_ai_ros.client.outcome import RunOutcome
-from sequence_ai_ros.client.policy import Policy
-from sequence_ai_ros.client.transport import Transport
-from sequence_ai_ros.client.types import Observation, Prediction
+from sequence_ai_ros.client import (
+    full_model_id,
+    Observation,
+    Policy,
+    PolicyObserver,
+    Prediction,
+    RunOutcome,
+    Transport,
+)
 from sequence_ai_ros.gateway.catalogue import load_catalogue
 
 from ._engine_world import Arm, Trace
@@ -205,7 +208,7 @@ def run_ours(spec: RunSpec, trace: Trace, join: str, *, smooth_seam: int = 0,
 
     with policy:
         record.outcome = policy.run(observe, act, max_actions=spec.actions,
-                                    validate=_always_safe, on_chunk=on_chunk, join=join,
+                                    validate=_always_safe, on_chunk=on_chunk, join_mode=join,
                                     max_inflight=spec.max_inflight, smooth_seam=smooth_seam,
                                     seam_blend=seam_blend)
     record.own_underrun_s = record.outcome.underrun_s

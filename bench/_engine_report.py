@@ -10,7 +10,7 @@ catalogue's figures whatever the scale.
 from dataclasses import dataclass
 
 import numpy as np
-from sequence_ai_ros.client.latency import quantile
+from sequence_ai_ros.client import quantile
 from sequence_ai_ros.gateway.catalogue import ModelProfile
 from sequence_ai_ros.gateway.latency import LatencySampler
 

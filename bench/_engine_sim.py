@@ -9,7 +9,7 @@ ticks, no scheduling), over many seeds.
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sequence_ai_ros.client.engine import ChunkEngine
+from sequence_ai_ros.client import ChunkEngine, PlaybackOptions
 from sequence_ai_ros.gateway.catalogue import ModelProfile
 from sequence_ai_ros.gateway.latency import LatencySampler
 
@@ -132,8 +132,9 @@ def simulate_ours(profile: ModelProfile, scenario: str, seed: int, chunks: int, 
     """
     now, arm, sampler, run, total = _sim_start(profile, scenario, seed, chunks, world)
     period = run.period
-    engine = ChunkEngine(join=join, max_inflight=max_inflight, smooth_seam=smooth_seam,
-                         blend=seam_blend, warn=False)
+    engine = ChunkEngine(PlaybackOptions(join_mode=join, max_inflight=max_inflight,
+                                         smooth_seam=smooth_seam, seam_blend=seam_blend),
+                         warn=False)
     pending: dict[int, tuple[float, object, object]] = {}
 
     def start() -> None:

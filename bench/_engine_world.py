@@ -20,7 +20,7 @@ import time
 
 import numpy as np
 import sequence_ai
-from sequence_ai_ros.client.types import ActionChunk, ImageFrame, Observation, Proprioception
+from sequence_ai_ros.client import ActionChunk, ImageFrame, Observation, Proprioception
 from sequence_ai_ros.gateway.catalogue import ModelProfile
 from sequence_ai_ros.gateway.reference_policy import ReferencePolicy
 from sequence_ai_ros.node.images import encode_raw_image

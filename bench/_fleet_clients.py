@@ -23,13 +23,13 @@ import time
 from typing import Any
 import warnings
 
-from sequence_ai_ros.client.config import full_model_id
-from sequence_ai_ros.client.policy import Policy
-from sequence_ai_ros.client.transport import Transport
-from sequence_ai_ros.client.types import (
+from sequence_ai_ros.client import (
+    full_model_id,
     ImageFrame,
     Observation,
+    Policy,
     Proprioception,
+    Transport,
 )
 from sequence_ai_ros.harness.proc_stats import cpu_seconds
 from sequence_ai_ros.harness.stamped_actions import SequenceCheck
@@ -112,7 +112,8 @@ class ClientLoop:
         try:
             with self.policy:
                 result = self.policy.run(self.observe, self.check.act, max_actions=self.actions,
-                                         validate=lambda action: True, join='append')
+                                         validate=lambda action: True,
+                                         join_mode='append')
                 outcome = asdict(result)
                 # Answers still in flight land on their worker threads; wait for each fate.
                 deadline = time.monotonic() + DRAIN_S

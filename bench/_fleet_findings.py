@@ -2,7 +2,7 @@
 
 import os
 
-from sequence_ai_ros.client.latency import quantile
+from sequence_ai_ros.client import quantile
 
 from ._fleet_nodes import NodeRun
 from ._fleet_rows import (

@@ -2,7 +2,7 @@
 
 import argparse
 
-from sequence_ai_ros.client.latency import quantile
+from sequence_ai_ros.client import quantile
 from sequence_ai_ros.harness.report import table
 
 from ._fleet_nodes import NodeRun

@@ -4,7 +4,7 @@ from dataclasses import dataclass, field
 import os
 from typing import Any
 
-from sequence_ai_ros.client.latency import quantile
+from sequence_ai_ros.client import quantile
 from sequence_ai_ros.gateway.catalogue import ModelProfile
 from sequence_ai_ros.gateway.config import GatewayConfig
 

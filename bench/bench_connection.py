@@ -46,7 +46,7 @@ from typing import Any
 
 import httpx
 from sequence_ai_ros import connect, Policy
-from sequence_ai_ros.client.types import ImageFrame, Observation, Proprioception
+from sequence_ai_ros.client import ImageFrame, Observation, Proprioception
 from sequence_ai_ros.faults import FaultProxy, ProxyProcess, ProxyStats
 from sequence_ai_ros.gateway.process import GatewayProcess
 from sequence_ai_ros.node.images import encode_raw_image

@@ -32,7 +32,7 @@ DEFAULT_TESTS = ('test/test_client.py', 'test/test_client_faults.py',
 FROM_DEV = ('pytest', 'pytest-rerunfailures')
 # The package's imports, checked after the build: the client and the node's pure parts load.
 PROBE = ('import numpy, PIL, httpx, sys; '
-         'import sequence_ai_ros.client.engine, sequence_ai_ros.node.images; '
+         'import sequence_ai_ros.client, sequence_ai_ros.node.images; '
          'print(sys.version.split()[0], numpy.__version__, PIL.__version__, httpx.__version__)')
 
 

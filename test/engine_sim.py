@@ -3,8 +3,7 @@
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from sequence_ai_ros.client.engine import ChunkEngine, PlannedStep
-from sequence_ai_ros.client.types import ActionChunk
+from sequence_ai_ros.client import ActionChunk, ChunkEngine, PlannedStep
 
 
 def make_chunk(ticket: int, steps: int, hz: float, space: str = 'joint_position',

@@ -1,6 +1,6 @@
 """Observations as a robot sends them: the simulated arm's frames, encoded as the node does."""
 
-from sequence_ai_ros.client.types import ImageFrame, Observation, Proprioception
+from sequence_ai_ros.client import ImageFrame, Observation, Proprioception
 from sequence_ai_ros.node.images import encode_raw_image
 from sequence_ai_ros.sim.render import SceneRenderer
 from sequence_ai_ros.world import arm_model

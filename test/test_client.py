@@ -9,8 +9,10 @@ import warnings
 from observations import observation
 import pytest
 import sequence_ai_ros as sai
-from sequence_ai_ros.client import config
-from sequence_ai_ros.client import policy as policy_module
+
+# The once-per-process validate warning is the policy module's own state (test_layout allows it).
+from sequence_ai_ros.client import _policy as policy_module
+from sequence_ai_ros.client import resolve_api_key, resolve_base_url, write_credentials_file
 from sequence_ai_ros.gateway.process import free_port, GatewayProcess
 from sequence_ai_ros.world import arm_model
 
@@ -68,18 +70,18 @@ def test_connect_sends_nothing_and_expands_short_ids():
 def test_key_precedence_argument_environment_file(tmp_path, monkeypatch):
     monkeypatch.setenv('XDG_CONFIG_HOME', str(tmp_path))
     monkeypatch.delenv('SEQUENCES_API_KEY', raising=False)
-    assert config.resolve_api_key() == (None, 'none')
-    path = config.write_credentials_file('seq_from_file_0000000000')
+    assert resolve_api_key() == (None, 'none')
+    path = write_credentials_file('seq_from_file_0000000000')
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-    assert config.resolve_api_key()[0] == 'seq_from_file_0000000000'
+    assert resolve_api_key()[0] == 'seq_from_file_0000000000'
     path.write_text('# a comment\n\nseq_second_line_0000000\n')
-    assert config.resolve_api_key()[0] == 'seq_second_line_0000000'
+    assert resolve_api_key()[0] == 'seq_second_line_0000000'
     monkeypatch.setenv('SEQUENCES_API_KEY', 'seq_from_env_00000000000')
-    assert config.resolve_api_key()[0] == 'seq_from_env_00000000000'
-    assert config.resolve_api_key('seq_from_argument_000000')[0] == 'seq_from_argument_000000'
+    assert resolve_api_key()[0] == 'seq_from_env_00000000000'
+    assert resolve_api_key('seq_from_argument_000000')[0] == 'seq_from_argument_000000'
     monkeypatch.setenv('SEQUENCES_BASE_URL', 'http://example.invalid/')
-    assert config.resolve_base_url() == 'http://example.invalid'
-    assert config.resolve_base_url('http://127.0.0.1:1') == 'http://127.0.0.1:1'
+    assert resolve_base_url() == 'http://example.invalid'
+    assert resolve_base_url('http://127.0.0.1:1') == 'http://127.0.0.1:1'
 
 
 def test_no_key_means_no_authorization_header_and_a_clear_error(monkeypatch, tmp_path):

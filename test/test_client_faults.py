@@ -76,7 +76,7 @@ def test_a_gateway_restart_mid_run_is_ridden_through_holding_meanwhile(fault_mat
             threads = threading.active_count()
             outcome = policy.run(lambda: OBS, act, validate=accept, max_actions=150,
                                  hold=lambda: holds.append(1), on_underrun=underruns.append,
-                                 retries=5, retry_backoff_s=0.25)
+                                 request_retries=5, retry_backoff_s=0.25)
         restarter.join()
         assert restarted.is_set()
         assert outcome.actions == 150 and not outcome.stopped_early
@@ -104,7 +104,7 @@ def test_a_server_error_on_every_call_is_raised_after_the_retries_and_holds(faul
             with pytest.raises(sai.SequencesError) as caught:
                 policy.run(lambda: observation(instruction='raise'), lambda a: None,
                            validate=accept, max_actions=5, hold=lambda: holds.append(1),
-                           retries=2, retry_backoff_s=0.05)
+                           request_retries=2, retry_backoff_s=0.05)
             took = time.monotonic() - started
         acts = broken.stats()['acts']['accounts/sequences/models/pi05-droid']
     assert caught.value.status == 500 and holds == [1]
@@ -278,7 +278,7 @@ def test_a_burst_of_5xx_is_ridden_through(proxy, fault_matrix):
     burst = lambda: proxy.respond_next(2, 502, b'<html>bad gateway</html>', 'text/html')  # noqa
     robot = Recorder(at=20, fault=burst)
     with via(proxy) as policy:
-        outcome = robot.run(policy, retries=2, retry_backoff_s=0.02)
+        outcome = robot.run(policy, request_retries=2, retry_backoff_s=0.02)
     robot.assert_only_model_actions()
     assert outcome.actions == 150 and outcome.failed_requests == 2 and robot.stop_holds() == 0
     fault_matrix.record(FaultRow(
@@ -296,7 +296,7 @@ def test_a_deterministic_error_mid_run_stops_at_once_and_holds(
     robot = Recorder(at=20, fault=lambda: proxy.respond_next(1, status, body))
     with via(proxy) as policy:
         with pytest.raises(error):
-            robot.run(policy, retries=5)
+            robot.run(policy, request_retries=5)
     robot.assert_only_model_actions()
     assert robot.stop_holds() == 1 and len(robot.actions) < 150
     asked = proxy.stats().faults['respond']
@@ -379,7 +379,7 @@ def test_a_malformed_answer_is_never_played(proxy, real_answer, fault_matrix, na
     body, content_type = MALFORMED[name](real_answer)
     robot = Recorder(at=20, fault=lambda: proxy.respond_next(1, 200, body, content_type))
     with via(proxy) as policy:
-        outcome = robot.run(policy, retries=1, retry_backoff_s=0.02)
+        outcome = robot.run(policy, request_retries=1, retry_backoff_s=0.02)
     robot.assert_only_model_actions()
     assert not any(7.77 in action for action in robot.actions)
     assert outcome.actions == 150 and outcome.failed_requests == 1 and robot.stop_holds() == 0
@@ -387,7 +387,7 @@ def test_a_malformed_answer_is_never_played(proxy, real_answer, fault_matrix, na
     robot = Recorder(at=20, fault=lambda: proxy.respond_next(1, 200, body, content_type))
     with via(proxy) as policy:
         with pytest.raises(sai.MalformedResponse) as caught:
-            robot.run(policy, retries=0)
+            robot.run(policy, request_retries=0)
     robot.assert_only_model_actions()
     assert robot.stop_holds() == 1
     fault_matrix.record(FaultRow(

@@ -3,8 +3,7 @@
 from observations import observation
 import pytest
 import sequence_ai_ros as sai
-from sequence_ai_ros.client.engine import blend_weight, ChunkEngine
-from sequence_ai_ros.client.playback import DEFAULT_PLAYBACK, PlaybackOptions
+from sequence_ai_ros.client import blend_weight, ChunkEngine, PlaybackOptions
 from sequence_ai_ros.gateway.process import GatewayProcess
 
 KEY = 'seq_playback_tests_key_00000001'
@@ -48,13 +47,29 @@ class Recorder(sai.PolicyObserver):
 
 def test_the_loose_names_build_the_playback_and_the_rest_go_on_the_wire():
     playback, wire = PlaybackOptions.from_keywords(
-        None, {'prefetch': False, 'join': 'aligned', 'action_horizon': 8})
-    assert playback == PlaybackOptions(prefetch=False, join='aligned')
+        None, {'prefetch': False, 'join_mode': 'aligned', 'action_horizon': 8})
+    assert playback == PlaybackOptions(prefetch=False, join_mode='aligned')
     assert wire == {'action_horizon': 8}
-    assert PlaybackOptions.from_keywords(None, {}) == (DEFAULT_PLAYBACK, {})
+    assert PlaybackOptions.from_keywords(None, {}) == (PlaybackOptions(), {})
     given = PlaybackOptions(max_inflight=3)
     assert PlaybackOptions.from_keywords(given, {'instruction': 'x'}) == \
         (given, {'instruction': 'x'})
+
+
+def test_the_former_names_join_and_retries_still_work_with_a_deprecation_warning():
+    wanted = PlaybackOptions(join_mode='rtc', request_retries=5)
+    with pytest.warns(DeprecationWarning) as caught:
+        assert PlaybackOptions(join='rtc', retries=5) == wanted
+        assert PlaybackOptions().with_changes(join='rtc', request_retries=5) == wanted
+    assert [str(w.message) for w in caught] == [
+        'join= is deprecated: pass join_mode=', 'retries= is deprecated: pass request_retries=',
+        'join= is deprecated: pass join_mode=']
+    assert all(w.filename == __file__ for w in caught), 'the warning names the caller'
+    with pytest.warns(DeprecationWarning, match='request_retries'):
+        assert PlaybackOptions.from_keywords(None, {'retries': 5, 'seed': 1}) == \
+            (PlaybackOptions(request_retries=5), {'seed': 1})
+    with pytest.raises(TypeError, match='join_mode'):
+        PlaybackOptions(join='rtc', join_mode='aligned')
 
 
 def test_a_field_given_twice_or_a_playback_of_another_type_is_a_type_error():
@@ -65,31 +80,39 @@ def test_a_field_given_twice_or_a_playback_of_another_type_is_a_type_error():
 
 
 @pytest.mark.parametrize('field, bad', [
-    ('join', 'sideways'), ('seam_blend', 'cubic'), ('max_inflight', 0), ('smooth_seam', -1),
-    ('retries', 1.5), ('retry_backoff_s', -0.1), ('startup_timeout_s', -1), ('prefetch', 'no'),
+    ('join_mode', 'sideways'), ('seam_blend', 'cubic'), ('max_inflight', 0), ('smooth_seam', -1),
+    ('request_retries', 1.5), ('retry_backoff_s', -0.1), ('startup_timeout_s', -1),
+    ('prefetch', 'no'),
 ])
 def test_a_bad_value_is_a_value_error_naming_the_field(field, bad):
     with pytest.raises(ValueError, match=field):
         PlaybackOptions(**{field: bad})
 
 
-def test_the_engine_checks_its_fields_by_the_same_rules():
-    with pytest.raises(ValueError, match='seam_blend'):
-        ChunkEngine(blend='cubic')
-    engine = ChunkEngine.from_playback(PlaybackOptions(join='rtc', smooth_seam=3))
-    assert (engine.join, engine.smooth_seam, engine.blend, engine.max_inflight) == \
-        ('rtc', 3, DEFAULT_PLAYBACK.seam_blend, DEFAULT_PLAYBACK.max_inflight)
+def test_the_engine_plays_as_its_playback_options_say_with_their_defaults():
+    defaults = PlaybackOptions()
+    engine = ChunkEngine(PlaybackOptions(join_mode='rtc', smooth_seam=3))
+    assert (engine.join_mode, engine.smooth_seam, engine.seam_blend, engine.max_inflight) == \
+        ('rtc', 3, defaults.seam_blend, defaults.max_inflight)
+    bare = ChunkEngine()
+    assert (bare.join_mode, bare.seam_blend, bare.max_inflight, bare.smooth_seam) == \
+        (defaults.join_mode, defaults.seam_blend, defaults.max_inflight, defaults.smooth_seam)
 
 
 def test_run_refuses_bad_or_doubled_playback_before_sending_anything(gateway):
     recorder = Recorder()
     with connect(gateway, observer=recorder) as policy:
-        with pytest.raises(TypeError, match='join'):
+        with pytest.raises(TypeError, match='join_mode'):
             policy.run(lambda: OBS, lambda a: None, validate=accept, max_actions=5,
-                       playback=PlaybackOptions(), join='aligned')
+                       playback=PlaybackOptions(), join_mode='aligned')
         with pytest.raises(ValueError, match='max_inflight'):
             policy.run(lambda: OBS, lambda a: None, validate=accept, max_actions=5,
                        max_inflight=0)
+        with pytest.warns(DeprecationWarning, match='join_mode') as caught, \
+                pytest.raises(ValueError, match='max_inflight'):
+            policy.run(lambda: OBS, lambda a: None, validate=accept, max_actions=5,
+                       join='aligned', max_inflight=0)
+        assert caught[0].filename == __file__, 'the warning names the caller of run()'
     assert recorder.calls == []
 
 
@@ -101,7 +124,7 @@ def test_run_blends_with_the_default_playbacks_ramp(gateway):
                              smooth_seam=4, on_chunk=chunks.append)
     assert outcome.reason == 'completed' and outcome.blended_steps > 0
     assert outcome.dropped_steps == 0 and outcome.stale_chunks == 0, 'append plays every step'
-    expected = blend_weight(0, 4, DEFAULT_PLAYBACK.seam_blend)
+    expected = blend_weight(0, 4, PlaybackOptions().seam_blend)
     assert expected != blend_weight(0, 4, 'linear')
     weights, first = [], 0
     for prediction in chunks[:-1]:

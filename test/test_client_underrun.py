@@ -181,7 +181,7 @@ def test_a_gateway_that_never_answers_raises_after_the_retries_held_from_the_buf
             with pytest.raises(sai.Unavailable, match='timed out') as caught:
                 # One request at a time, so the requests after the last chunk are exactly the
                 # one that timed out and its retries.
-                robot.run(policy, max_actions=300, retries=retries, retry_backoff_s=0.1,
+                robot.run(policy, max_actions=300, request_retries=retries, retry_backoff_s=0.1,
                           max_inflight=1)
     assert not caught.value.warming
     last_act = robot.where('act')[-1]

@@ -5,7 +5,7 @@ from pathlib import Path
 
 from engine_sim import simulate
 import pytest
-from sequence_ai_ros.client.engine import ChunkEngine
+from sequence_ai_ros.client import ChunkEngine, PlaybackOptions
 from sequence_ai_ros.contract.action_spaces import (
     ABSOLUTE,
     DELTA,
@@ -41,7 +41,8 @@ def test_an_ambiguous_space_is_neither_blended_by_the_engine_nor_mapped_by_the_n
     assert joint_space_kind('eef_position') is None and space_kind('eef_position') == ABSOLUTE
     blended = {}
     for space in ('joint_position', 'joint_position_delta'):
-        engine = ChunkEngine(join='append', smooth_seam=4)
+        engine = ChunkEngine(PlaybackOptions(join_mode='append', smooth_seam=4, max_inflight=1,
+                                             seam_blend='linear'))
         result = simulate(engine, steps=10, hz=10.0, ticks=60, latency=lambda i, t: 0.35,
                           space=space)
         exact = {v for chunk in result.produced.values() for row in chunk.steps for v in row}

@@ -5,9 +5,14 @@ import warnings
 
 from engine_sim import make_chunk, simulate
 import pytest
-from sequence_ai_ros.client.engine import blend_weight, ChunkEngine
-from sequence_ai_ros.client.latency import LatencyWindow, quantile
-from sequence_ai_ros.client.types import ActionChunk
+from sequence_ai_ros.client import (
+    ActionChunk,
+    blend_weight,
+    ChunkEngine,
+    LatencyWindow,
+    PlaybackOptions,
+    quantile,
+)
 
 
 def check_invariants(result, engine):
@@ -34,7 +39,7 @@ def steady(latency):
 
 
 def test_refill_when_empty_underruns_at_every_boundary():
-    engine = ChunkEngine(prefetch=False)
+    engine = ChunkEngine(PlaybackOptions(prefetch=False))
     result = simulate(engine, steps=15, hz=15, ticks=300, latency=steady(0.79))
     check_invariants(result, engine)
     boundaries = engine.stats.chunks - 1
@@ -44,7 +49,7 @@ def test_refill_when_empty_underruns_at_every_boundary():
 
 
 def test_prefetch_append_keeps_moving_when_latency_below_chunk():
-    engine = ChunkEngine(join='append', max_inflight=1)
+    engine = ChunkEngine(PlaybackOptions(join_mode='append', max_inflight=1))
     result = simulate(engine, steps=15, hz=15, ticks=600, latency=steady(0.79))
     check_invariants(result, engine)
     assert engine.stats.underruns == 0
@@ -55,10 +60,10 @@ def test_append_needs_two_inflight_when_latency_exceeds_chunk():
     # lingbot-vla-v2-6b: 0.5 s chunks, ~0.79 s latency.
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
-        one = ChunkEngine(join='append', max_inflight=1)
+        one = ChunkEngine(PlaybackOptions(join_mode='append', max_inflight=1))
         r1 = simulate(one, steps=15, hz=30, ticks=900, latency=steady(0.79))
     assert any('cannot keep up' in str(w.message) for w in caught)
-    two = ChunkEngine(join='append', max_inflight=2)
+    two = ChunkEngine(PlaybackOptions(join_mode='append', max_inflight=2))
     r2 = simulate(two, steps=15, hz=30, ticks=900, latency=steady(0.79))
     check_invariants(r1, one)
     check_invariants(r2, two)
@@ -71,7 +76,7 @@ def test_append_needs_two_inflight_when_latency_exceeds_chunk():
 
 
 def test_aligned_drops_past_steps_and_takes_over_at_once():
-    engine = ChunkEngine(join='aligned', max_inflight=3)
+    engine = ChunkEngine(PlaybackOptions(join_mode='aligned', max_inflight=3))
     result = simulate(engine, steps=30, hz=15, ticks=600, latency=steady(0.4))
     check_invariants(result, engine)
     assert engine.stats.underruns == 0
@@ -82,7 +87,7 @@ def test_aligned_drops_past_steps_and_takes_over_at_once():
 
 
 def test_aligned_first_chunk_plays_from_step_zero():
-    engine = ChunkEngine(join='aligned', max_inflight=2)
+    engine = ChunkEngine(PlaybackOptions(join_mode='aligned', max_inflight=2))
     result = simulate(engine, steps=15, hz=15, ticks=10, latency=steady(0.5))
     assert result.played and result.played[0].index == 0
     assert engine.stats.dropped_steps == 0
@@ -92,7 +97,7 @@ def test_aligned_delays_joins_while_latency_exceeds_what_it_can_cover():
     # pi05-droid: 1.0 s chunks, 0.79 s latency: L > kC/(k+1) for k = 2, but L < C.
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
-        engine = ChunkEngine(join='aligned', max_inflight=2)
+        engine = ChunkEngine(PlaybackOptions(join_mode='aligned', max_inflight=2))
         result = simulate(engine, steps=15, hz=15, ticks=600, latency=steady(0.79))
     check_invariants(result, engine)
     assert engine.active_join == 'aligned'
@@ -110,7 +115,7 @@ def test_aligned_appends_whole_chunks_once_latency_reaches_the_chunk():
     # lingbot-vla-v2-6b: 0.5 s chunks, 0.79 s latency: every chunk would land in the past.
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
-        engine = ChunkEngine(join='aligned', max_inflight=2)
+        engine = ChunkEngine(PlaybackOptions(join_mode='aligned', max_inflight=2))
         result = simulate(engine, steps=15, hz=30, ticks=900, latency=steady(0.79))
     check_invariants(result, engine)
     assert engine.active_join == 'append'
@@ -120,7 +125,7 @@ def test_aligned_appends_whole_chunks_once_latency_reaches_the_chunk():
 
 def test_aligned_decides_its_join_from_the_first_sample():
     # Before the fix it joined time-aligned until five samples were in and starved meanwhile.
-    engine = ChunkEngine(join='aligned', max_inflight=3, warn=False)
+    engine = ChunkEngine(PlaybackOptions(join_mode='aligned', max_inflight=3), warn=False)
     result = simulate(engine, steps=15, hz=30, ticks=300, latency=steady(0.79))
     check_invariants(result, engine)
     assert engine.stats.underruns <= 1  # the first boundary, before any prefetch could land
@@ -130,7 +135,7 @@ def test_aligned_decides_its_join_from_the_first_sample():
 def test_aligned_with_one_inflight_warns_when_chunk_below_twice_latency():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
-        engine = ChunkEngine(join='aligned', max_inflight=1)
+        engine = ChunkEngine(PlaybackOptions(join_mode='aligned', max_inflight=1))
         simulate(engine, steps=15, hz=15, ticks=300, latency=steady(0.79))
     assert any('time-aligned' in str(w.message) for w in caught)
     assert engine.warnings and 'p99 latency 0.8' in engine.warnings[0]
@@ -138,7 +143,7 @@ def test_aligned_with_one_inflight_warns_when_chunk_below_twice_latency():
 
 def test_out_of_order_reply_never_overrides_newer_plan():
     # Request 2 is slow and arrives after request 3: it must be discarded, not played.
-    engine = ChunkEngine(join='aligned', max_inflight=4)
+    engine = ChunkEngine(PlaybackOptions(join_mode='aligned', max_inflight=4))
     result = simulate(engine, steps=30, hz=15, ticks=300,
                       latency=lambda t, now: 2.5 if t == 2 else 0.3)
     check_invariants(result, engine)
@@ -148,7 +153,7 @@ def test_out_of_order_reply_never_overrides_newer_plan():
 
 def test_append_joins_out_of_order_replies_in_observation_order_and_wastes_none():
     # Request 2 is slower than request 3: 3 waits for 2 instead of being thrown away.
-    engine = ChunkEngine(join='append', max_inflight=3)
+    engine = ChunkEngine(PlaybackOptions(join_mode='append', max_inflight=3))
     result = simulate(engine, steps=15, hz=30, ticks=600,
                       latency=lambda t, now: 0.9 if t == 2 else 0.6)
     check_invariants(result, engine)
@@ -160,7 +165,7 @@ def test_append_joins_out_of_order_replies_in_observation_order_and_wastes_none(
 
 def test_a_late_request_gets_a_backup_instead_of_starving_the_arm():
     # Request 3 hangs for 10 s; coverage stops counting it once it is stuck.
-    engine = ChunkEngine(join='append', max_inflight=2)
+    engine = ChunkEngine(PlaybackOptions(join_mode='append', max_inflight=2))
     result = simulate(engine, steps=15, hz=15, ticks=300,
                       latency=lambda t, now: 10.0 if t == 3 else 0.3)
     check_invariants(result, engine)
@@ -169,7 +174,7 @@ def test_a_late_request_gets_a_backup_instead_of_starving_the_arm():
 
 
 def test_aligned_chunk_wholly_in_the_past_does_not_empty_the_plan():
-    engine = ChunkEngine(join='aligned', max_inflight=2)
+    engine = ChunkEngine(PlaybackOptions(join_mode='aligned', max_inflight=2))
     first = engine.request_started(0.0)
     engine.chunk_arrived(first, make_chunk(first, 30, 15), 0.1)
     late = engine.request_started(0.2)
@@ -188,7 +193,7 @@ def test_aligned_joins_an_absolute_plan_at_the_step_nearest_the_arm():
                            control_frequency_hz=hz, covers_seconds=steps / hz)
     # A velocity plan is no path: it joins at its time.
     for space, first_index, nearest in (('joint_position', 0, 1), ('joint_velocity', 6, 0)):
-        engine = ChunkEngine(join='aligned', max_inflight=2, warn=False)
+        engine = ChunkEngine(PlaybackOptions(join_mode='aligned', max_inflight=2), warn=False)
         result = simulate(engine, steps=30, hz=15, ticks=40, space=space,
                           latency=steady(0.4), chunk_factory=settle_then_move)
         check_invariants(result, engine)
@@ -201,7 +206,7 @@ def test_late_ticks_do_not_drain_an_aligned_plan():
     # Every third tick comes 0.7 period late and the next one on its deadline again (run()'s
     # drift-free loop). Dropping the late step as well as catching up played the plan one step
     # ahead each time, and it ran dry before the next chunk was due.
-    engine = ChunkEngine(join='aligned', max_inflight=2, warn=False)
+    engine = ChunkEngine(PlaybackOptions(join_mode='aligned', max_inflight=2), warn=False)
     result = simulate(engine, steps=15, hz=15, ticks=600, latency=steady(0.5),
                       late=lambda tick: 0.7 if tick % 3 == 0 else 0.0)
     check_invariants(result, engine)
@@ -209,7 +214,7 @@ def test_late_ticks_do_not_drain_an_aligned_plan():
 
 
 def test_aligned_counts_only_the_steps_a_pending_chunk_adds():
-    engine = ChunkEngine(join='aligned', max_inflight=2, warn=False)
+    engine = ChunkEngine(PlaybackOptions(join_mode='aligned', max_inflight=2), warn=False)
     first = engine.request_started(0.0)
     engine.chunk_arrived(first, make_chunk(first, 30, 15), 0.2)
     for tick in range(4, 15):
@@ -222,7 +227,7 @@ def test_aligned_counts_only_the_steps_a_pending_chunk_adds():
 
 
 def test_failed_requests_are_counted_and_plan_continues():
-    engine = ChunkEngine(join='append', max_inflight=2)
+    engine = ChunkEngine(PlaybackOptions(join_mode='append', max_inflight=2))
     result = simulate(engine, steps=15, hz=15, ticks=300, latency=steady(0.3),
                       fail=lambda t: t % 4 == 3)
     check_invariants(result, engine)
@@ -232,7 +237,7 @@ def test_failed_requests_are_counted_and_plan_continues():
 def test_trigger_adapts_to_a_step_change_within_a_few_chunks():
     def stepped(ticket, now):
         return 0.3 if now < 10 else 0.6
-    engine = ChunkEngine(join='append', max_inflight=1)
+    engine = ChunkEngine(PlaybackOptions(join_mode='append', max_inflight=1))
     result = simulate(engine, steps=15, hz=15, ticks=900, latency=stepped)
     check_invariants(result, engine)
     assert engine.stats.underruns <= 2
@@ -248,10 +253,11 @@ def test_trigger_adapts_to_a_step_change_within_a_few_chunks():
 def test_seam_measured_before_blending_and_blend_only_on_absolute_spaces():
     def offset_chunk(ticket, steps, hz, space):
         return make_chunk(ticket, steps, hz, space, offset=-3.0 * ticket)
-    blended = ChunkEngine(join='append', smooth_seam=4)
+    ramp = PlaybackOptions(join_mode='append', smooth_seam=4, max_inflight=1, seam_blend='linear')
+    blended = ChunkEngine(ramp)
     rb = simulate(blended, steps=10, hz=10, ticks=60, latency=steady(0.2),
                   chunk_factory=offset_chunk)
-    plain = ChunkEngine(join='append')
+    plain = ChunkEngine(PlaybackOptions(join_mode='append', max_inflight=1))
     simulate(plain, steps=10, hz=10, ticks=60, latency=steady(0.2),
              chunk_factory=offset_chunk)
     check_invariants(rb, blended)
@@ -264,7 +270,7 @@ def test_seam_measured_before_blending_and_blend_only_on_absolute_spaces():
         if step.values != step.raw:
             lo, hi = sorted((prev.values[0], step.raw[0]))
             assert lo - 1e-9 <= step.values[0] <= hi + 1e-9 or step.index > 0
-    velocity = ChunkEngine(join='append', smooth_seam=4)
+    velocity = ChunkEngine(ramp)
     rv = simulate(velocity, steps=10, hz=10, ticks=60, latency=steady(0.2),
                   space='joint_velocity', chunk_factory=offset_chunk)
     assert velocity.stats.blended_steps == 0
@@ -289,9 +295,9 @@ def test_random_latencies_and_failures_keep_the_invariants():
 
         def latency(ticket, now, rng=rng, latencies=latencies):
             return latencies.setdefault(ticket, rng.lognormvariate(-0.5, 0.6))
-        engine = ChunkEngine(join=rng.choice(['append', 'aligned']),
-                             max_inflight=rng.randint(1, 3), smooth_seam=rng.randint(0, 5),
-                             warn=False)
+        engine = ChunkEngine(PlaybackOptions(
+            join_mode=rng.choice(['append', 'aligned']), max_inflight=rng.randint(1, 3),
+            smooth_seam=rng.randint(0, 5), seam_blend='linear'), warn=False)
         result = simulate(engine, steps=rng.randint(5, 30), hz=rng.choice([10, 15, 30]),
                           ticks=400, latency=latency, fail=lambda t, rng=rng: rng.random() < 0.1)
         check_invariants(result, engine)
@@ -304,6 +310,6 @@ def test_quantile_and_window_validation():
     with pytest.raises(ValueError):
         LatencyWindow(2)
     with pytest.raises(ValueError):
-        ChunkEngine(join='sideways')
+        ChunkEngine(PlaybackOptions(join_mode='sideways'))
     with pytest.raises(ValueError):
-        ChunkEngine(max_inflight=0)
+        ChunkEngine(PlaybackOptions(max_inflight=0))

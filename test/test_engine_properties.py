@@ -26,9 +26,16 @@ import random
 from hypothesis import event, example, given, HealthCheck, settings
 from hypothesis import strategies as st
 from reliability import FaultRow
-from sequence_ai_ros.client.engine import blend_weight, BLENDS, ChunkEngine, PlannedStep
-from sequence_ai_ros.client.latency import LatencyWindow, quantile
-from sequence_ai_ros.client.types import ActionChunk
+from sequence_ai_ros.client import (
+    ActionChunk,
+    blend_weight,
+    BLENDS,
+    ChunkEngine,
+    LatencyWindow,
+    PlannedStep,
+    PlaybackOptions,
+    quantile,
+)
 from sequence_ai_ros.contract.action_spaces import is_absolute_space
 
 # Derandomized: the same runs every time (a failure reproduces); 1000 runs take a few seconds.
@@ -107,9 +114,10 @@ def specs(draw):
 
 def drive(spec: Spec) -> tuple[ChunkEngine, Run]:
     """Tick the engine through one generated run; chunks join in ticket order, as run()'s do."""
-    engine = ChunkEngine(join=spec.join, prefetch=spec.prefetch,
-                         max_inflight=spec.max_inflight, control_hz=spec.control_hz,
-                         smooth_seam=spec.smooth_seam, blend=spec.blend, warn=False)
+    engine = ChunkEngine(PlaybackOptions(join_mode=spec.join, prefetch=spec.prefetch,
+                                         max_inflight=spec.max_inflight,
+                                         smooth_seam=spec.smooth_seam, seam_blend=spec.blend),
+                         control_rate_hz=spec.control_hz, warn=False)
     rng = random.Random(spec.seed)
     run = Run()
     pending: dict[int, float] = {}  # ticket -> arrival time

@@ -19,15 +19,17 @@ import warnings
 from hypothesis import given, settings
 from hypothesis import strategies as st
 import pytest
-from sequence_ai_ros.client.engine import ChunkEngine, PlannedStep
-from sequence_ai_ros.client.rtc import (
-    DELAY_OPTION,
-    delay_steps,
-    HORIZON_OPTION,
-    PREFIX_OPTION,
+from sequence_ai_ros.client import (
+    ActionChunk,
+    ChunkEngine,
+    PlannedStep,
+    PlaybackOptions,
     PREFIX_TOLERANCE,
 )
-from sequence_ai_ros.client.types import ActionChunk
+
+# The RTC delay's arithmetic is the rtc module's own (test_layout allows it).
+from sequence_ai_ros.client._rtc import delay_steps
+from sequence_ai_ros.contract.rtc import DELAY_OPTION, HORIZON_OPTION, PREFIX_OPTION
 
 SPEED = 0.01  # per step: the model's own motion, the largest step it ever takes
 
@@ -102,9 +104,9 @@ def drive(engine: ChunkEngine, *, ticks: int, hz: float, latency: Callable[[int]
     return run
 
 
-def rtc_engine(**kwargs) -> ChunkEngine:
-    return ChunkEngine(join='rtc', max_inflight=kwargs.pop('max_inflight', 3), warn=False,
-                       **kwargs)
+def rtc_engine(**playback) -> ChunkEngine:
+    return ChunkEngine(PlaybackOptions(**{'join_mode': 'rtc', 'max_inflight': 3,
+                                          'seam_blend': 'linear', **playback}), warn=False)
 
 
 def first_played(run: RtcRun) -> dict[int, tuple[int, PlannedStep]]:
@@ -223,7 +225,7 @@ def test_smooth_seam_asks_the_model_for_a_ramp_of_that_many_steps():
 
 
 def test_a_chunk_that_violates_the_prefix_is_reported():
-    engine = ChunkEngine(join='rtc', max_inflight=3)
+    engine = ChunkEngine(PlaybackOptions(join_mode='rtc', max_inflight=3))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
         drive(engine, ticks=200, hz=15.0, latency=lambda k: 0.3,
@@ -253,16 +255,17 @@ def test_velocity_gaps_are_measured_as_positions_over_a_step():
 
 
 def test_a_server_that_ignores_the_prefix_makes_the_engine_fall_back_once():
-    engine = ChunkEngine(join='rtc', max_inflight=3, smooth_seam=4, blend='min_jerk')
+    engine = ChunkEngine(PlaybackOptions(join_mode='rtc', max_inflight=3, smooth_seam=4,
+                                         seam_blend='min_jerk'))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
         run = drive(engine, ticks=300, hz=15.0, latency=lambda k: 0.3,
                     server=path_model('joint_position', 30, 15.0), report=lambda ticket: None)
     fallback = [str(w.message) for w in caught if 'ignored the RTC prefix' in str(w.message)]
     assert len(fallback) == 1
-    assert "join='aligned'" in fallback[0] and 'smooth_seam=4' in fallback[0] \
+    assert "join_mode='aligned'" in fallback[0] and 'smooth_seam=4' in fallback[0] \
         and "'min_jerk'" in fallback[0]
-    assert engine.join == 'aligned' and engine.stats.rtc_fallback
+    assert engine.join_mode == 'aligned' and engine.stats.rtc_fallback
     prefixed = [t for t, s in sorted(run.sent.items()) if s.options]
     assert prefixed == [1], 'only the request that found it out carried a prefix'
     assert 'rtc' not in engine.stats.joins and engine.stats.blended_steps > 0
@@ -274,7 +277,7 @@ def test_a_report_of_nothing_used_is_ignoring_too():
     drive(engine, ticks=100, hz=15.0, latency=lambda k: 0.3,
           server=path_model('joint_position', 30, 15.0),
           report=lambda ticket: {'prefix_steps': 0})
-    assert engine.stats.rtc_fallback and engine.join == 'aligned'
+    assert engine.stats.rtc_fallback and engine.join_mode == 'aligned'
 
 
 def test_no_prefix_while_nothing_plays_or_latency_passes_the_chunk():
@@ -318,5 +321,5 @@ def test_clear_forgets_the_prefixes_in_flight():
 
 def test_join_rtc_is_a_join_mode():
     with pytest.raises(ValueError, match='rtc'):
-        ChunkEngine(join='rtcx')
-    assert ChunkEngine(join='rtc').active_join == 'rtc'
+        ChunkEngine(PlaybackOptions(join_mode='rtcx'))
+    assert ChunkEngine(PlaybackOptions(join_mode='rtc')).active_join == 'rtc'

@@ -19,7 +19,7 @@ import numpy as np
 from observations import observation
 import pytest
 import sequence_ai_ros as sai
-from sequence_ai_ros.client.rtc import PREFIX_TOLERANCE
+from sequence_ai_ros.client import PREFIX_TOLERANCE
 from sequence_ai_ros.gateway.catalogue import load_catalogue
 from sequence_ai_ros.gateway.prefix import prefix_weights
 from sequence_ai_ros.gateway.process import GatewayProcess
@@ -264,7 +264,7 @@ def _run(gateway, name: str, chunks: int = 8):
             warnings.simplefilter('always')
             outcome = policy.run(arm.observe, arm.act, validate=lambda a: True,
                                  max_actions=chunks * PROFILES[name].action_horizon,
-                                 join='rtc', max_inflight=3, on_chunk=answers.append,
+                                 join_mode='rtc', max_inflight=3, on_chunk=answers.append,
                                  smooth_seam=PROFILES[name].action_horizon // 2,
                                  seam_blend='min_jerk')
     return outcome, answers, [str(w.message) for w in caught], arm
@@ -289,7 +289,7 @@ def test_run_falls_back_once_against_a_server_that_ignores_the_prefix(ignoring_g
     outcome, answers, messages, _ = _run(ignoring_gateway, 'cosmos3-edge-policy-droid', 6)
     assert outcome.reason == 'completed' and outcome.rtc_fallback
     fallback = [m for m in messages if 'ignored the RTC prefix' in m]
-    assert len(fallback) == 1 and "join='aligned'" in fallback[0] \
+    assert len(fallback) == 1 and "join_mode='aligned'" in fallback[0] \
         and 'smooth_seam=16' in fallback[0] and "seam_blend='min_jerk'" in fallback[0]
     assert outcome.prefixes_sent == 1 and all(a.rtc is None for a in answers)
     # From then on the aligned join with the configured blend: ramps were played.

@@ -20,6 +20,14 @@ MAY_NOT_IMPORT = {
 # The gateway's process wrapper starts a gateway for tests, benches and the demo: it builds the
 # child's environment with the harness's one rule, as every other spawn does.
 MAY_IMPORT_ANYWAY = {('gateway/process.py', 'harness')}
+# Outside sequence_ai_ros/client the client is `sequence_ai_ros` or the names
+# `sequence_ai_ros.client` exports; its modules (client/_*.py) are its own. These tests reach one
+# private name each, and say why.
+MAY_IMPORT_PRIVATE = {
+    'test/test_client.py': 'resets the once-per-process validate=None warning (_policy)',
+    'test/test_engine_rtc.py': 'checks d against the RTC delay arithmetic itself (_rtc)',
+}
+PRIVATE_CLIENT_ROOTS = ('sequence_ai_ros', 'bench', 'scripts', 'test')
 
 
 def modules():
@@ -70,6 +78,52 @@ def test_the_layers_import_only_what_they_may():
                 continue
             broken.append(f'{path.relative_to(REPO)} imports sequence_ai_ros.{target}')
     assert not broken, broken
+
+
+def _imported_modules(path):
+    """Every module `path` imports, `from x import y` counted as x.y too (y may be a module)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = path.relative_to(REPO).parts[:-node.level]
+                module = '.'.join((*base, node.module or '')).rstrip('.')
+            else:
+                module = node.module or ''
+            found.add(module)
+            found.update(f'{module}.{alias.name}' for alias in node.names)
+    return found
+
+
+def test_the_client_modules_are_private_to_the_client():
+    import sequence_ai_ros.client as client
+    reached = []
+    for root in PRIVATE_CLIENT_ROOTS:
+        for path in sorted((REPO / root).rglob('*.py')):
+            where = path.relative_to(REPO).as_posix()
+            if where.startswith('sequence_ai_ros/client/') or where in MAY_IMPORT_PRIVATE:
+                continue
+            private = sorted(m for m in _imported_modules(path)
+                             if m.startswith('sequence_ai_ros.client.')
+                             and m.split('.')[2] not in client.__all__)
+            if private:
+                reached.append(f'{where}: {private}')
+    assert not reached, f'import these from sequence_ai_ros or sequence_ai_ros.client: {reached}'
+
+
+def test_the_client_package_has_only_private_modules_and_exports_the_public_api():
+    import sequence_ai_ros
+    import sequence_ai_ros.client as client
+    public = sorted(p.name for p in (PACKAGE / 'client').glob('*.py')
+                    if not p.name.startswith('_'))
+    assert not public, f'client modules are private (a leading underscore): {public}'
+    assert set(sequence_ai_ros.__all__) <= set(client.__all__)
+    for name in client.__all__:
+        assert getattr(client, name) is not None, name
+    for name in sequence_ai_ros.__all__:
+        assert getattr(sequence_ai_ros, name) is getattr(client, name), name
 
 
 def test_every_executable_is_named_for_the_package():

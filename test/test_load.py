@@ -24,10 +24,14 @@ import warnings
 from fixtures_gateway import encode
 from PIL import Image
 from reliability import FaultRow, settled
-from sequence_ai_ros.client.config import full_model_id
-from sequence_ai_ros.client.policy import Policy
-from sequence_ai_ros.client.transport import Transport
-from sequence_ai_ros.client.types import ImageFrame, Observation, Proprioception
+from sequence_ai_ros.client import (
+    full_model_id,
+    ImageFrame,
+    Observation,
+    Policy,
+    Proprioception,
+    Transport,
+)
 from sequence_ai_ros.gateway.process import GatewayProcess
 from sequence_ai_ros.harness.proc_stats import open_sockets, resident_kib, thread_count
 from sequence_ai_ros.harness.stamped_actions import (
@@ -117,7 +121,7 @@ class Loop:
         self.deadline = time.monotonic() + seconds
         try:
             self.outcome = self.policy.run(
-                self.observe, self.order.act, max_actions=10 ** 6, join='append',
+                self.observe, self.order.act, max_actions=10 ** 6, join_mode='append',
                 validate=lambda action: time.monotonic() < self.deadline, **self.run_options)
         except Exception as exc:  # noqa: BLE001 (the test asserts on it)
             self.error = f'{type(exc).__name__}: {exc}'
@@ -271,7 +275,7 @@ def test_32_loops_ride_through_a_gateway_crash_and_reconnect_without_leaks(fault
             crashed.append(time.monotonic())
             gateway.start()  # the same port: the clients must reconnect on their own
 
-        loops, _ = run_loops(gateway.base_url, RESTART_RUN_S, crash, retries=8,
+        loops, _ = run_loops(gateway.base_url, RESTART_RUN_S, crash, request_retries=8,
                              retry_backoff_s=0.25)
         stats = gateway.stats()  # since the restart
         sockets_after = settled(open_sockets, sockets)

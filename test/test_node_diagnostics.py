@@ -6,7 +6,7 @@ import re
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticStatus
 import pytest
-from sequence_ai_ros.client.errors import (
+from sequence_ai_ros.client import (
     AuthError,
     InvalidRequest,
     MalformedResponse,

@@ -49,7 +49,7 @@ from ros_harness import (
     statuses_after,
     wait_until,
 )
-from sequence_ai_ros.client.errors import CertificateError
+from sequence_ai_ros.client import CertificateError
 from sequence_ai_ros.faults import FaultProxy
 from sequence_ai_ros.gateway.process import GatewayProcess
 from sequence_ai_ros.node.diagnostics import build_statuses, error_kind, Health

@@ -11,7 +11,7 @@ import pytest
 from rclpy.lifecycle import LifecycleNode
 from rclpy.parameter import Parameter
 from ros_harness import node_parameters
-from sequence_ai_ros.client.playback import PlaybackOptions
+from sequence_ai_ros.client import PlaybackOptions
 from sequence_ai_ros.node import param_docs, params
 from sequence_ai_ros.node.param_spec import param, parameter_table
 
@@ -75,7 +75,8 @@ def test_the_stream_gets_the_playback_the_parameters_say(context):
                   seam_blend='linear', request_retries=0, retry_backoff_s=0.5,
                   startup_timeout_s=90.0, prefetch=False)
     assert config.playback == PlaybackOptions(
-        join='aligned', max_inflight=3, smooth_seam=4, seam_blend='linear', retries=0,
+        join_mode='aligned', max_inflight=3, smooth_seam=4, seam_blend='linear',
+        request_retries=0,
         retry_backoff_s=0.5, startup_timeout_s=90.0, prefetch=False)
 
 

@@ -37,7 +37,7 @@ from ros_harness import (
     wait_until,
 )
 import sequence_ai_ros as sai
-from sequence_ai_ros.client import config as client_config
+from sequence_ai_ros.client import write_credentials_file
 from sequence_ai_ros.gateway.process import GatewayProcess
 
 # -- helpers for every part ---------------------------------------------------------------------
@@ -328,7 +328,7 @@ def test_credentials_file_is_private_from_the_first_byte(tmp_path, monkeypatch, 
     monkeypatch.setattr(os, 'umask', os.umask)  # restored whatever happens
     previous = os.umask(0)  # the most permissive umask: the file must not rely on it
     try:
-        path = client_config.write_credentials_file(CLIENT_KEY, tmp_path / 'sub' / 'credentials')
+        path = write_credentials_file(CLIENT_KEY, tmp_path / 'sub' / 'credentials')
     finally:
         os.umask(previous)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600

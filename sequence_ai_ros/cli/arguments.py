@@ -5,8 +5,7 @@ from collections.abc import Callable
 import math
 from typing import TypeVar
 
-from sequence_ai_ros.client.config import DEFAULT_BASE_URL
-from sequence_ai_ros.client.transport import tls_context
+from sequence_ai_ros.client import DEFAULT_BASE_URL, tls_context
 
 T = TypeVar('T', int, float)
 # The help of the arguments more than one command takes.

@@ -10,6 +10,7 @@ from sequence_ai_ros.cli.arguments import (
     positive_int,
     seconds,
 )
+from sequence_ai_ros.client import DEFAULT_TIMEOUT_S
 from sequence_ai_ros.doctor import (
     DEFAULT_SAMPLES,
     DEFAULT_WAIT_S,
@@ -64,8 +65,8 @@ def add_command(commands: Any) -> None:
                         default=None, metavar='SECONDS',
                         help='if the model is cold, wait for it to warm (up to SECONDS, default '
                         f'{DEFAULT_WAIT_S:g}) and retry the test call')
-    doctor.add_argument('--timeout', type=seconds, default=30.0, metavar='SECONDS',
-                        help='per-request timeout (default %(default)s)')
+    doctor.add_argument('--timeout', type=seconds, default=DEFAULT_TIMEOUT_S,
+                        metavar='SECONDS', help='per-request timeout (default %(default)s)')
     doctor.set_defaults(handler=run)
 
 

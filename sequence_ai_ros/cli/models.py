@@ -9,8 +9,13 @@ import httpx
 from sequence_ai_ros import __version__
 from sequence_ai_ros.cli.arguments import BASE_URL_HELP, ca_file, CA_FILE_HELP, seconds
 from sequence_ai_ros.cli.names import PROG
-from sequence_ai_ros.client.config import resolve_base_url
-from sequence_ai_ros.client.transport import certificate_refusal, error_for, tls_context
+from sequence_ai_ros.client import (
+    certificate_refusal,
+    DEFAULT_TIMEOUT_S,
+    error_for,
+    resolve_base_url,
+    tls_context,
+)
 from sequence_ai_ros.doctor import ca_file_hint
 
 
@@ -24,8 +29,8 @@ def add_command(commands: Any) -> None:
     models.add_argument('--ca-file', type=ca_file, metavar='PATH', help=CA_FILE_HELP)
     models.add_argument('--endpoint', metavar='NAME',
                         help='only models of this endpoint, e.g. act')
-    models.add_argument('--timeout', type=seconds, default=30.0, metavar='SECONDS',
-                        help='per-request timeout (default %(default)s)')
+    models.add_argument('--timeout', type=seconds, default=DEFAULT_TIMEOUT_S,
+                        metavar='SECONDS', help='per-request timeout (default %(default)s)')
     models.set_defaults(handler=run_models)
 
 

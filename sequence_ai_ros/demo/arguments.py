@@ -4,7 +4,7 @@ import argparse
 from pathlib import Path
 
 from sequence_ai_ros.cli.arguments import positive, positive_int, seconds
-from sequence_ai_ros.client.engine import JOIN_MODES
+from sequence_ai_ros.client import JOIN_MODES
 from sequence_ai_ros.gateway.catalogue import load_catalogue
 from sequence_ai_ros.gateway.config import SCENARIOS
 

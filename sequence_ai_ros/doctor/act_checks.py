@@ -5,16 +5,17 @@ from dataclasses import dataclass
 import time
 from typing import Any
 
-from sequence_ai_ros.client.errors import (
+from sequence_ai_ros.client import (
     AuthError,
+    certificate_refusal,
     CertificateError,
     InvalidRequest,
     OutOfCredit,
+    Prediction,
     SequencesError,
+    Transport,
     Unavailable,
 )
-from sequence_ai_ros.client.transport import certificate_refusal, Transport
-from sequence_ai_ros.client.types import Prediction
 from sequence_ai_ros.doctor.codes import (
     EXIT_ACT_FAILED,
     EXIT_KEY_INVALID,

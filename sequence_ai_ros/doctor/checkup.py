@@ -7,8 +7,13 @@ from typing import Any, TextIO
 
 import httpx
 from sequence_ai_ros import __version__
-from sequence_ai_ros.client.config import full_model_id, resolve_base_url
-from sequence_ai_ros.client.transport import tls_context, Transport
+from sequence_ai_ros.client import (
+    DEFAULT_TIMEOUT_S,
+    full_model_id,
+    resolve_base_url,
+    tls_context,
+    Transport,
+)
 from sequence_ai_ros.doctor.act_checks import ActAnswer, ActSettings, check_act, report_warmth
 from sequence_ai_ros.doctor.codes import EXIT_OK
 from sequence_ai_ros.doctor.key import check_key
@@ -30,7 +35,7 @@ class DoctorOptions:
     samples: int = DEFAULT_SAMPLES
     act: bool = True
     wait_s: float | None = None
-    timeout_s: float = 30.0
+    timeout_s: float = DEFAULT_TIMEOUT_S
     ca_file: str | None = None  # trust only this CA bundle (PEM), else the system's CAs
 
 

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sequence_ai_ros.client.config import credentials_path, read_credentials_file
+from sequence_ai_ros.client import credentials_path, read_credentials_file
 from sequence_ai_ros.contract.key_masking import mask_key
 from sequence_ai_ros.doctor.codes import EXIT_NO_KEY
 

@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 import httpx
-from sequence_ai_ros.client.transport import certificate_refusal
+from sequence_ai_ros.client import certificate_refusal
 from sequence_ai_ros.doctor.codes import EXIT_GATEWAY, EXIT_LATENCY, EXIT_MODEL
 from sequence_ai_ros.doctor.probe import probe_observation
 from sequence_ai_ros.doctor.report import cell, ms, Report, short

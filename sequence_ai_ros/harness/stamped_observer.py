@@ -12,8 +12,7 @@ answered chunk is, before any of its actions can play.
 import threading
 import time
 
-from sequence_ai_ros.client.observer import PolicyObserver
-from sequence_ai_ros.client.types import Observation, Prediction
+from sequence_ai_ros.client import Observation, PolicyObserver, Prediction
 from sequence_ai_ros.harness.stamped_actions import read_instruction, SequenceCheck
 
 

@@ -12,7 +12,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
-from sequence_ai_ros.client.errors import (
+from sequence_ai_ros.client import (
     AuthError,
     CertificateError,
     InvalidRequest,

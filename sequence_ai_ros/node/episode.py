@@ -16,10 +16,7 @@ import math
 import time
 from typing import Any
 
-from sequence_ai_ros.client.errors import SequencesError, Unavailable
-from sequence_ai_ros.client.policy import Policy
-from sequence_ai_ros.client.stream import ActionStream
-from sequence_ai_ros.client.types import Prediction
+from sequence_ai_ros.client import ActionStream, Policy, Prediction, SequencesError, Unavailable
 from sequence_ai_ros.contract.key_masking import redact
 
 from .arm_output import FORWARD_VELOCITY, PLAN

@@ -17,7 +17,7 @@ import math
 import time
 from typing import Any
 
-from sequence_ai_ros.client.types import ImageFrame, Observation, Proprioception
+from sequence_ai_ros.client import ImageFrame, Observation, Proprioception
 
 from .images import (
     check_compressed_image,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sensor_msgs.msg import JointState
 import sequence_ai_ros as sai
-from sequence_ai_ros.client.config import read_credentials_file
+from sequence_ai_ros.client import read_credentials_file
 
 from .commands import supported_action_space
 from .controller_check import ask_controller, check_controller

@@ -15,7 +15,7 @@ by `api_key_file`.
 from dataclasses import dataclass, fields
 from typing import Any
 
-from sequence_ai_ros.client.playback import BLENDS, JOIN_MODES, PlaybackOptions
+from sequence_ai_ros.client import BLENDS, JOIN_MODES, PlaybackOptions
 
 from .arm_output import OUTPUT_MODES
 from .config_rules import CAMERA_TRANSPORTS, CROSS_CHECKS, derive, GRIPPER_ON_FAILURE
@@ -69,7 +69,7 @@ class NodeConfig:
                               'credentials file. The key itself is never a parameter')
     request_timeout_s: float = param(30.0, 'per-request HTTP timeout (s)', bounds=(0.1, 600.0))
     request_retries: int = _playback(
-        'retries', 'transient request failures (lost connection, timeout, 5xx, malformed '
+        'request_retries', 'transient request failures (lost connection, timeout, 5xx, malformed '
         'answer) retried in a row while the plan in hand plays; the next one ends the episode '
         'holding. 0 = the first ends it', (0, 100))
     retry_backoff_s: float = _playback(
@@ -109,7 +109,7 @@ class NodeConfig:
                                     '~/start_episode)')
     prefetch: bool = _playback('prefetch', 'request the next chunk while this one plays')
     join_mode: str = _playback(
-        'join', "'append' (play each chunk whole), 'aligned' (step i at capture + i/hz; late "
+        'join_mode', "'append' (play each chunk whole), 'aligned' (step i at capture + i/hz; late "
         "steps dropped) or 'rtc' (real-time chunking: each request carries the steps that will "
         'play before its answer, which continues them)', rule=f'one of {list(JOIN_MODES)}')
     max_inflight: int = _playback('max_inflight', 'requests in flight at most, used only when '

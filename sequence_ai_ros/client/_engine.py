@@ -4,9 +4,10 @@ The chunk engine: which action plays at time t, and whether a request starts now
 A pure, single-threaded object with no I/O: the driver (Policy.run's sleep loop, or the ROS
 node's timer) tells it when requests start, when chunks arrive and when it needs an action.
 Underruns, seams, observation age and the prefetch trigger are computed here, once, for both.
-The timing arithmetic is in timing.py (docs/CHUNK_TIMING.md derives it), the joins in
-joins.py, the seam blend in blend.py, the configuration warning in engine_warnings.py and the
-counters and report in engine_stats.py.
+It is built from a PlaybackOptions, whose defaults are the only ones. The timing arithmetic is
+in _timing.py (docs/CHUNK_TIMING.md derives it), the joins in _joins.py, the seam blend in
+_blend.py, the configuration warning in _engine_warnings.py and the counters and report in
+_engine_stats.py.
 
 Invariants (test/test_engine_properties.py): every action played is a step the model produced,
 or a blend (smooth_seam, absolute spaces) of it with the action before; the steps of a chunk
@@ -22,81 +23,106 @@ import warnings
 
 from sequence_ai_ros.contract.action_spaces import is_absolute_space
 
-from .blend import blend_seam, blend_weight
-
-# The counters and the summary live in engine_stats; importers keep finding them here.
-from .engine_stats import EngineReport, EngineStats, report, summarize
-from .engine_warnings import configuration_warning
-from .joins import join_chunk, JoinSite
-from .latency import LatencyWindow
-from .plan import Arrival, gap, PlannedStep
-from .playback import BLENDS, JOIN_MODES, PlaybackOptions
-from .rtc import (
+from ._blend import blend_seam
+from ._engine_stats import EngineStats
+from ._engine_warnings import configuration_warning
+from ._joins import join_chunk, JoinSite
+from ._latency import LatencyWindow
+from ._plan import Arrival, gap, PlannedStep
+from ._playback import DEFAULT_PLAYBACK, PlaybackOptions
+from ._rtc import (
     delay_steps,
     fallback_message,
     honoured,
-    measure_prefix,
     PREFIX_TOLERANCE,
     PrefixBook,
     SentPrefix,
     violation_message,
 )
-from .timing import LATE_FACTOR, RequestTiming
-from .types import ActionChunk
-
-__all__ = ['BLENDS', 'blend_weight', 'ChunkEngine', 'EngineReport', 'EngineStats', 'JOIN_MODES',
-           'LATE_FACTOR', 'PlannedStep', 'report', 'summarize']
+from ._timing import RequestTiming
+from ._types import ActionChunk
 
 
 class ChunkEngine(RequestTiming):
     """Clock-driven action buffer with prefetch, join modes, seam measurement and blending."""
 
-    def __init__(self, *, join: str = 'append', prefetch: bool = True, max_inflight: int = 1,
-                 control_hz: float | None = None, smooth_seam: int = 0,
-                 blend: str = 'linear', latency_window: int = 100,
-                 tail_quantile: float = 0.99, warn: bool = True,
-                 latency: LatencyWindow | None = None,
-                 prefix_tolerance: float = PREFIX_TOLERANCE) -> None:
-        # PlaybackOptions holds the checks of the fields a driver chooses.
-        PlaybackOptions(join=join, prefetch=prefetch, max_inflight=max_inflight,
-                        smooth_seam=smooth_seam, seam_blend=blend)
-        if control_hz is not None and not control_hz > 0:
-            raise ValueError('control_hz must be positive')
-        self.join = join
-        self.prefetch = prefetch
-        self.max_inflight = max_inflight if prefetch else 1
-        self.control_hz = control_hz
-        self.smooth_seam = smooth_seam
-        self.blend = blend
-        # A window passed in is shared: a Policy's runs keep what earlier runs measured.
-        self.latency = latency or LatencyWindow(latency_window, tail_quantile)
+    def __init__(self, playback: PlaybackOptions = DEFAULT_PLAYBACK, *,
+                 control_rate_hz: float | None = None, latency: LatencyWindow | None = None,
+                 warn: bool = True, prefix_tolerance: float = PREFIX_TOLERANCE) -> None:
+        """
+        Play as `playback` says (its retries are the stream's), at `control_rate_hz` if given.
+
+        A `latency` window passed in is shared: a Policy's runs keep what earlier runs measured.
+        """
+        if control_rate_hz is not None and not control_rate_hz > 0:
+            raise ValueError('control_rate_hz must be positive')
+        self.join_mode = playback.join_mode
+        self.prefetch = playback.prefetch
+        self.max_inflight = playback.max_inflight if playback.prefetch else 1
+        self.control_rate_hz = control_rate_hz
+        self.smooth_seam = playback.smooth_seam
+        self.seam_blend = playback.seam_blend
+        self.latency = latency or LatencyWindow()
         self.stats = EngineStats()
         self.warnings: list[str] = []
+        self.chunk_hz: float | None = None  # the latest chunk's rate and length
+        self.chunk_steps = 0
         self._warn = warn
         self._configuration_warned = False
-        self._prefixes = PrefixBook(prefix_tolerance) if join == 'rtc' else None
+        self._prefixes = PrefixBook(prefix_tolerance) if self.join_mode == 'rtc' else None
         self.prefix_tolerance = prefix_tolerance
         self._plan: deque[PlannedStep] = deque()
         self._inflight: dict[int, float] = {}
         self._parked: dict[int, Arrival] = {}
         self._next_ticket = 0
         self._newest_applied = -1
-        self._chunk_hz: float | None = None
-        self._chunk_steps = 0
         self._last_values: list[float] | None = None
         self._last_chunk = -1
         self._starved_since: float | None = None
         self._finished_underrun: float | None = None
-        self._now: float | None = None  # the latest time the driver gave
+        self._now: float | None = None
 
-    @classmethod
-    def from_playback(cls, playback: PlaybackOptions, *, control_hz: float | None = None,
-                      latency: LatencyWindow | None = None, warn: bool = True) -> 'ChunkEngine':
-        """Make the engine a driver's PlaybackOptions describe (retries are the stream's)."""
-        return cls(join=playback.join, prefetch=playback.prefetch,
-                   max_inflight=playback.max_inflight, control_hz=control_hz,
-                   smooth_seam=playback.smooth_seam, blend=playback.seam_blend,
-                   latency=latency, warn=warn)
+    # -- the state the timing reads (RequestTiming) ------------------------------------------
+
+    @property
+    def now(self) -> float | None:
+        """Return the latest time a driver gave (None before the first)."""
+        return self._now
+
+    @property
+    def buffered(self) -> int:
+        """Count the steps left in the plan."""
+        return len(self._plan)
+
+    @property
+    def last_due(self) -> float | None:
+        """Return when the plan's last step is due (None: empty, or appended, not timed)."""
+        return self._plan[-1].due if self._plan else None
+
+    @property
+    def inflight(self) -> int:
+        """Count the requests started and not yet arrived or failed."""
+        return len(self._inflight)
+
+    @property
+    def inflight_captures(self) -> list[float]:
+        """Return the capture times of the requests in flight."""
+        return list(self._inflight.values())
+
+    @property
+    def parked(self) -> int:
+        """Chunks in hand that wait for an older request (append mode keeps order)."""
+        return len(self._parked)
+
+    def should_request(self, now: float) -> bool:
+        """Decide if a request should start now (the driver then observes and calls started)."""
+        self._now = now
+        return super().should_request(now)
+
+    def covered_until(self, now: float) -> float:
+        """Return the time until which the plan and the requests in flight keep the arm moving."""
+        self._now = now
+        return super().covered_until(now)
 
     # -- what the driver tells ------------------------------------------------------------
 
@@ -113,7 +139,7 @@ class ChunkEngine(RequestTiming):
             sent = self._prefixes.record(
                 ticket, self.stats.actions, (s.values for s in self._plan),
                 delay_steps(lead, self.period), round(self.aligned_delay() / self.period),
-                self.smooth_seam, self._chunk_steps, self.stats.action_space, self._chunk_hz)
+                self.smooth_seam, self.chunk_steps, self.stats.action_space, self.chunk_hz)
             self.stats.prefixes_sent += sent is not None
         return ticket
 
@@ -158,8 +184,10 @@ class ChunkEngine(RequestTiming):
             self._release_parked(now)
             return False
         tolerance = self.prefix_tolerance
-        if sent is not None and measure_prefix(self.stats, chunk, sent, tolerance):
-            self._say(violation_message(sent.gap(chunk.steps), tolerance))
+        if sent is not None:
+            gap = sent.gap(chunk.steps[:len(sent.rows)])
+            if self.stats.count_prefix_gap(gap, tolerance):
+                self._say(violation_message(gap, tolerance))
         arrival = Arrival(chunk, capture, now, server_ms, sent)
         if self.active_join == 'append' and not replace and \
                 any(t < ticket for t in self._inflight):
@@ -239,8 +267,8 @@ class ChunkEngine(RequestTiming):
         self.stats.latencies.append(landed - capture)
         if arrival.server_ms is not None:
             self.stats.server_inference_ms.append(float(arrival.server_ms))
-        self._chunk_hz = chunk.control_frequency_hz
-        self._chunk_steps = len(chunk.steps)
+        self.chunk_hz = chunk.control_frequency_hz
+        self.chunk_steps = len(chunk.steps)
         self.stats.chunks += 1
         self.stats.planned_steps += len(chunk.steps)
         self.stats.action_space = chunk.action_space
@@ -251,10 +279,11 @@ class ChunkEngine(RequestTiming):
             played = self._prefixes.join_index(arrival.prefix, self.stats.actions,
                                                (s.values for s in self._plan))
         site = JoinSite(self._plan, self.period, self._last_values,
-                        is_absolute_space(self.stats.action_space), self.stats)
+                        is_absolute_space(self.stats.action_space))
         self._plan = join_chunk(site, arrival.steps(ticket), mode=self.active_join,
                                 replace=replace, capture=capture, delay=self.aligned_delay(),
                                 now=now, sent=arrival.prefix, played=played)
+        self.stats.count_join(site.event)
         if not replace:  # predict() alone is not a loop that can fall behind
             self._check_configuration(chunk)
 
@@ -278,10 +307,10 @@ class ChunkEngine(RequestTiming):
 
     def _fall_back(self, ticket: int) -> None:
         """Join as 'aligned' from now on: the server answered a prefix without using it."""
-        self.join = 'aligned'
+        self.join_mode = 'aligned'
         self._prefixes = None
         self.stats.rtc_fallback = True
-        self._say(fallback_message(ticket, self.smooth_seam, self.blend))
+        self._say(fallback_message(ticket, self.smooth_seam, self.seam_blend))
 
     def _say(self, message: str) -> None:
         self.warnings.append(message)
@@ -306,13 +335,13 @@ class ChunkEngine(RequestTiming):
         if self.smooth_seam <= 0 or first.rtc or not is_absolute_space(self.stats.action_space):
             return
         self.stats.blended_steps += blend_seam(first, self._plan, last, self.smooth_seam,
-                                               self.blend)
+                                               self.seam_blend)
 
     def _check_configuration(self, chunk: ActionChunk) -> None:
         """Warn once, with the numbers, when this set-up cannot keep the arm moving."""
         if self._configuration_warned or not self.prefetch or len(self.latency) < 5:
             return
-        message = configuration_warning(self.join, self.max_inflight,
+        message = configuration_warning(self.join_mode, self.max_inflight,
                                         self.latency.q(0.99) or 0.0,
                                         len(chunk.steps) * self.period, self.aligned_delay())
         if message:

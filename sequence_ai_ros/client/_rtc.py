@@ -35,9 +35,6 @@ from typing import Any
 from sequence_ai_ros.contract.action_spaces import is_velocity_space
 from sequence_ai_ros.contract.rtc import DELAY_OPTION, HORIZON_OPTION, PREFIX_OPTION
 
-from .engine_stats import EngineStats
-from .types import ActionChunk
-
 # How far a returned prefix step may depart from the one sent before the chunk is reported as
 # not honouring it, as a position over one step (rad; a rate is multiplied by the period, so
 # the figure does not change with the control rate). The reference policies stay within 0.001.
@@ -205,19 +202,6 @@ class PrefixBook:
         return began
 
 
-def measure_prefix(stats: EngineStats, chunk: ActionChunk, sent: SentPrefix,
-                   tolerance: float) -> bool:
-    """Count how closely an answer kept its prefix; True at the first answer that did not."""
-    gap = sent.gap(chunk.steps[:len(sent.rows)])
-    stats.prefix_errors.append(gap)
-    stats.max_prefix_error = gap if stats.max_prefix_error is None else \
-        max(stats.max_prefix_error, gap)
-    if gap <= tolerance:
-        return False
-    stats.prefix_violations += 1
-    return stats.prefix_violations == 1
-
-
 def violation_message(gap: float, tolerance: float) -> str:
     """Say that an answer departed from its prefix (the first time)."""
     return (f'an answer departed from the RTC prefix it was sent by {gap:.4g} (tolerance '
@@ -228,5 +212,5 @@ def violation_message(gap: float, tolerance: float) -> str:
 def fallback_message(ticket: int, smooth_seam: int, blend: str) -> str:
     """Say that the server ignored the prefix and what the engine does instead."""
     return (f'the gateway ignored the RTC prefix (its answer to request {ticket} reports none '
-            f"used): falling back to join='aligned' with smooth_seam={smooth_seam}, "
+            f"used): falling back to join_mode='aligned' with smooth_seam={smooth_seam}, "
             f'seam_blend={blend!r} for this run')

@@ -10,38 +10,57 @@ The joins: how a chunk that has arrived becomes the plan (docs/CHUNK_TIMING.md h
 - rtc: an answer that continues its prefix joins at the step that really plays next (the
   steps played since its prefix began are dropped), never blended unless it came late.
 
-Each join counts itself in EngineStats.joins and every step it drops in dropped_steps, so the
-engine's counters add up (test/test_engine_properties.py).
+Each join reports what it did (JoinEvent: its kinds, the steps it dropped, its delay), which the
+engine counts (EngineStats.count_join), so the counters add up (test/test_engine_properties.py).
 """
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 import math
 
-from .engine_stats import EngineStats
-from .nearest import nearest_index
-from .plan import PlannedStep, retime, timeline
-from .rtc import SentPrefix
+from ._nearest import nearest_index
+from ._plan import PlannedStep, retime, timeline
+from ._rtc import SentPrefix
+
+
+@dataclass
+class JoinEvent:
+    """
+    What one join did, for the engine to count.
+
+    `kinds` are EngineStats.joins' names ('nearest' beside the join's own), `dropped` the steps
+    it dropped, `delay_s` how far behind its capture it plays (None: not a timed join), and
+    `rtc_late` an RTC answer that came after its prefix had run out.
+    """
+
+    kinds: list[str] = field(default_factory=list)
+    dropped: int = 0
+    delay_s: float | None = None
+    rtc_late: bool = False
 
 
 @dataclass
 class JoinSite:
-    """What a join sees of the engine: the plan, the playback grid, the last action, counters."""
+    """What a join sees of the engine (the plan, the playback grid, the last action) and does."""
 
     plan: 'deque[PlannedStep]'
     period: float
     last_values: list[float] | None
     absolute: bool  # the chunks' space is absolute: a nearer start may shrink the seam
-    stats: EngineStats
+    event: JoinEvent = field(default_factory=JoinEvent)
 
     def count(self, how: str) -> None:
-        """Count one join of kind `how`."""
-        self.stats.joins[how] = self.stats.joins.get(how, 0) + 1
+        """Report one join of kind `how`."""
+        self.event.kinds.append(how)
+
+    def drop(self, steps: int) -> None:
+        """Report `steps` dropped."""
+        self.event.dropped += steps
 
     def play_from(self, steps: list[PlannedStep], first: int,
                   start: float) -> 'deque[PlannedStep]':
         """Play `steps` from index `first` on, one period apart from `start`; drop those before."""
-        self.stats.dropped_steps += first
+        self.drop(first)
         return retime(steps[first:], start, self.period)
 
     def start_index(self, steps: list[PlannedStep], aligned: int,
@@ -68,7 +87,7 @@ def join_chunk(site: JoinSite, steps: list[PlannedStep], *, mode: str, replace: 
         return _join_rtc(site, steps, sent, played, now)
     if replace or not site.plan and mode == 'append':
         site.count('replaced' if replace else 'started')
-        site.stats.dropped_steps += len(site.plan)
+        site.drop(len(site.plan))
         return deque(steps)
     if mode == 'append':
         site.count('appended')
@@ -80,7 +99,7 @@ def join_chunk(site: JoinSite, steps: list[PlannedStep], *, mode: str, replace: 
 def _join_aligned(site: JoinSite, steps: list[PlannedStep], base: float, delay: float,
                   now: float) -> 'deque[PlannedStep]':
     """Join with step i due at `base` + i periods (`delay` behind its capture)."""
-    period, stats = site.period, site.stats
+    period = site.period
     if not site.plan:
         # Nothing is playing (first chunk, or after an underrun): the arm stands where the
         # last action left it, so the chunk plays from step 0 now (on an absolute space
@@ -94,12 +113,12 @@ def _join_aligned(site: JoinSite, steps: list[PlannedStep], base: float, delay: 
     current = [s.index for s in steps if base + s.index * period >= now - 0.5 * period]
     if not current:
         site.count('past')
-        stats.dropped_steps += len(steps)
+        site.drop(len(steps))
         return site.plan  # wholly in the past: it must not empty a plan that still runs
     first = current[0]
     due = base + first * period
     site.count('delayed' if delay > 0 else 'aligned')
-    stats.max_join_delay_s = max(stats.max_join_delay_s, delay)
+    site.event.delay_s = delay
     # The old plan plays on until the new one's first step; what the driver's late ticks
     # left behind by more than a period is dropped here, not tick by tick: run() already
     # catches up on its own deadlines, and dropping as well would drain the plan early.
@@ -110,7 +129,7 @@ def _join_aligned(site: JoinSite, steps: list[PlannedStep], base: float, delay: 
         if step_due >= now - period:
             keep.append(step)
             kept_end = step_due + period
-    stats.dropped_steps += len(site.plan) - len(keep)
+    site.drop(len(site.plan) - len(keep))
     first = site.start_index(steps, first, keep[-1].values if keep else site.last_values)
     # A delayed join whose old plan ends first starts when it ends: no gap, and fresher.
     return deque(keep) + site.play_from(steps, first, min(due, kept_end))
@@ -124,21 +143,21 @@ def _join_rtc(site: JoinSite, steps: list[PlannedStep], sent: SentPrefix, played
     The plan it replaces is dropped at once, as LeRobot's RTC queue does; its steps are the
     model's own continuation, never blended, unless it came late.
     """
-    stats, plan = site.stats, site.plan
+    plan = site.plan
     if played >= len(steps):
         site.count('past')
-        stats.dropped_steps += len(steps)
+        site.drop(len(steps))
         return plan
     site.count('rtc')
     # Later than its prefix ran out, the answer continues from a point the arm has passed:
     # a seam like any other, which the configured blend may ramp (absolute spaces).
     late = played > len(sent.rows)
-    stats.rtc_late_joins += late
+    site.event.rtc_late = late
     for step in steps:
         step.rtc = not late
     # A delayed join: the plan's steps before the prefix play first, then the chunk.
     keep = [plan.popleft() for _ in range(min(-played, len(plan)))]
-    stats.max_join_delay_s = max(stats.max_join_delay_s, sent.skip * site.period)
-    stats.dropped_steps += len(plan)
+    site.event.delay_s = sent.skip * site.period
+    site.drop(len(plan))
     start = now + len(keep) * site.period
     return deque(keep) + site.play_from(steps, max(0, played), start)

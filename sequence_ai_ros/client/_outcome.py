@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from .engine_stats import EngineReport
+from ._engine_stats import EngineReport
 
 
 @dataclass(kw_only=True)

@@ -1,11 +1,10 @@
-"""The wire types as plain dataclasses; field names are the wire names."""  # noqa: A005
-# A005: the name shadows the stdlib `types`, but sequence_ai_ros.client.types is public API.
+"""The wire types as plain dataclasses; field names are the wire names."""
 
 from dataclasses import dataclass, field
 import math
 from typing import Any
 
-from .errors import MalformedResponse
+from ._errors import MalformedResponse
 
 # A chunk longer than this is not a plan, it is a fault (or an attack on memory).
 MAX_CHUNK_STEPS = 10_000

@@ -5,6 +5,8 @@ from pathlib import Path
 
 DEFAULT_BASE_URL = 'https://api.generalsequences.com'
 MODEL_PREFIX = 'accounts/sequences/models/'
+# Seconds one request may take unless the caller says otherwise (connect, the CLI, the node).
+DEFAULT_TIMEOUT_S = 30.0
 
 
 def full_model_id(model: str) -> str:

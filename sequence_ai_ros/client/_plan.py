@@ -9,8 +9,8 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from .rtc import SentPrefix
-from .types import ActionChunk
+from ._rtc import SentPrefix
+from ._types import ActionChunk
 
 
 @dataclass

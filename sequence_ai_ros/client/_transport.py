@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 from sequence_ai_ros.contract.key_masking import mask_key
 
-from .config import resolve_api_key, resolve_base_url
-from .errors import (
+from ._config import DEFAULT_TIMEOUT_S, resolve_api_key, resolve_base_url
+from ._errors import (
     AuthError,
     CertificateError,
     InvalidRequest,
@@ -43,7 +43,7 @@ class Transport:
     """
 
     def __init__(self, *, api_key: str | None = None, base_url: str | None = None,
-                 timeout_s: float = 30.0, require_key: bool = True,
+                 timeout_s: float = DEFAULT_TIMEOUT_S, require_key: bool = True,
                  verify: bool | str | ssl.SSLContext = True) -> None:
         if not (isinstance(timeout_s, (int, float)) and timeout_s > 0):
             raise ValueError('timeout_s must be a positive number of seconds')

@@ -2,7 +2,7 @@
 
 import math
 
-from .plan import gap, PlannedStep
+from ._plan import gap, PlannedStep
 
 
 def nearest_index(steps: list[PlannedStep], reference: list[float]) -> int:

@@ -5,12 +5,12 @@ C is a chunk's seconds of motion, L the planning latency (a p99 estimate), k the
 allowed in flight, and the lead the covered time a request starts at (L + one period).
 """
 
-from collections import deque
 from collections.abc import Iterable
 import math
+from typing import TYPE_CHECKING
 
-from .latency import LatencyWindow
-from .plan import Arrival, PlannedStep
+from ._latency import LatencyWindow
+from ._playback import FALLBACK_CONTROL_RATE_HZ
 
 # A request in flight longer than this many planning latencies (a p99 estimate) is not
 # counted on: a backup starts while a slot is free. At 2 a heavy tail (3-5x the median) was
@@ -71,62 +71,56 @@ class RequestTiming:
     """
     The ChunkEngine's questions of time: the period, what is covered, whether to ask now.
 
-    The state is the engine's (ChunkEngine.__init__ sets it); this half only reads it.
+    The state is the engine's; this half reads only what the engine shows of it.
     """
 
-    join: str
+    join_mode: str
     prefetch: bool
     max_inflight: int
-    control_hz: float | None
+    control_rate_hz: float | None
     latency: LatencyWindow
-    _plan: 'deque[PlannedStep]'
-    _inflight: dict[int, float]
-    _parked: dict[int, Arrival]
-    _chunk_hz: float | None
-    _chunk_steps: int
-    _now: float | None
+    chunk_hz: float | None
+    chunk_steps: int
+
+    if TYPE_CHECKING:  # the engine's read-only properties
+        @property
+        def now(self) -> float | None: ...
+        @property
+        def buffered(self) -> int: ...
+        @property
+        def last_due(self) -> float | None: ...
+        @property
+        def inflight(self) -> int: ...
+        @property
+        def inflight_captures(self) -> list[float]: ...
+        @property
+        def parked(self) -> int: ...
 
     # -- what a driver asks -------------------------------------------------------------
 
     @property
     def period(self) -> float:
-        """Seconds between actions: the override, else the latest chunk's rate, else 10 Hz."""
-        hz = self.control_hz or self._chunk_hz or 10.0
-        return 1.0 / hz
-
-    @property
-    def buffered(self) -> int:
-        """Count the steps left in the plan."""
-        return len(self._plan)
-
-    @property
-    def inflight(self) -> int:
-        """Count the requests started and not yet arrived or failed."""
-        return len(self._inflight)
-
-    @property
-    def parked(self) -> int:
-        """Chunks in hand that wait for an older request (append mode keeps order)."""
-        return len(self._parked)
+        """Seconds between actions: the set rate, else the latest chunk's, else the fallback."""
+        return 1.0 / (self.control_rate_hz or self.chunk_hz or FALLBACK_CONTROL_RATE_HZ)
 
     def buffered_seconds(self, now: float) -> float:
         """Seconds of motion left in the plan at `now`."""
-        if not self._plan:
+        if not self.buffered:
             return 0.0
-        last_due = self._plan[-1].due
+        last_due = self.last_due
         if last_due is not None:
             return max(0.0, last_due + self.period - now)
-        return len(self._plan) * self.period
+        return self.buffered * self.period
 
     def committed_steps(self) -> int:
         """Count the steps buffered plus those in-flight and parked requests will bring."""
-        if self.active_join != 'append' and self._now is not None:
+        now = self.now
+        if self.active_join != 'append' and now is not None:
             # An aligned chunk brings only what lies beyond the plan it replaces; counting a
             # whole chunk each would stop run() asking for the last chunks it needs.
-            now = self._now
             beyond = self.covered_until(now) - now - self.buffered_seconds(now)
-            return len(self._plan) + math.floor(beyond / self.period + 1e-9)
-        return len(self._plan) + (len(self._inflight) + len(self._parked)) * self._chunk_steps
+            return self.buffered + math.floor(beyond / self.period + 1e-9)
+        return self.buffered + (self.inflight + self.parked) * self.chunk_steps
 
     @property
     def active_join(self) -> str:
@@ -137,7 +131,7 @@ class RequestTiming:
         (join_in_force). Decided from the first sample on (the window's prior makes it
         cautious), so a slow model does not begin with joins it cannot sustain.
         """
-        return join_in_force(self.join, self.latency.planning_latency(),
+        return join_in_force(self.join_mode, self.latency.planning_latency(),
                              self._chunk_seconds())
 
     def aligned_delay(self) -> float:
@@ -148,17 +142,16 @@ class RequestTiming:
         starts that much after the observation.
         """
         lead = self.lead_time()
-        if lead is None or not self._chunk_steps:
+        if lead is None or not self.chunk_steps:
             return 0.0
         return aligned_delay(lead, self.period, self._chunk_seconds(), self.max_inflight)
 
     def covered_until(self, now: float) -> float:
         """Return the time until which the plan and the requests in flight keep the arm moving."""
-        self._now = now
         return covered_until(
-            now, self.buffered_seconds(now), self._inflight.values(),
+            now, self.buffered_seconds(now), self.inflight_captures,
             self.latency.planning_latency(), self._chunk_seconds(),
-            append=self.active_join == 'append', parked=len(self._parked),
+            append=self.active_join == 'append', parked=self.parked,
             delay=self.aligned_delay())
 
     def lead_time(self) -> float | None:
@@ -168,10 +161,9 @@ class RequestTiming:
 
     def should_request(self, now: float) -> bool:
         """Decide if a request should start now (the driver then observes and calls started)."""
-        self._now = now
-        if len(self._inflight) >= self.max_inflight:
+        if self.inflight >= self.max_inflight:
             return False
-        if not self._plan and not self._inflight:
+        if not self.buffered and not self.inflight:
             return True
         if not self.prefetch:
             return False
@@ -181,4 +173,4 @@ class RequestTiming:
         return self.covered_until(now) - now <= lead
 
     def _chunk_seconds(self) -> float:
-        return self._chunk_steps * self.period
+        return self.chunk_steps * self.period

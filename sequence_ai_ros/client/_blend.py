@@ -7,10 +7,7 @@ never a chunk joined as the model's continuation of its prefix (RTC), whose seam
 
 from collections.abc import Iterable
 
-from .plan import PlannedStep
-from .playback import BLENDS
-
-__all__ = ['blend_seam', 'blend_weight', 'BLENDS']
+from ._plan import PlannedStep
 
 
 def blend_weight(i: int, n: int, blend: str) -> float:

@@ -10,12 +10,11 @@ from dataclasses import asdict, dataclass
 import time
 from typing import Any
 
-from .engine import report
-from .errors import Unavailable
-from .outcome import RunOutcome
-from .playback import PlaybackOptions
-from .stream import ActionStream
-from .types import Observation
+from ._errors import Unavailable
+from ._outcome import RunOutcome
+from ._playback import PlaybackOptions
+from ._stream import ActionStream
+from ._types import Observation
 
 
 @dataclass(frozen=True)
@@ -39,7 +38,6 @@ class RunLoop:
     def __init__(self, stream: ActionStream, callbacks: RunCallbacks, max_actions: int,
                  playback: PlaybackOptions) -> None:
         self.stream = stream
-        self.engine = stream.engine
         self.calls = callbacks
         self.max_actions = max_actions
         self.startup_timeout_s = playback.startup_timeout_s
@@ -55,9 +53,10 @@ class RunLoop:
         calls = self.calls
         self._first_chunk()
         deadline: float | None = None
-        while self.engine.stats.actions < self.max_actions:
+        stats = self.stream.stats
+        while stats.actions < self.max_actions:
             now = time.monotonic()
-            room = self.stream.needs_more(self.engine.stats.actions, self.max_actions)
+            room = self.stream.needs_more(stats.actions, self.max_actions)
             step = self.stream.step(now, calls.observe, allow_request=room)
             if step is None:
                 self._underrun_begins()
@@ -65,7 +64,7 @@ class RunLoop:
                 deadline = None  # pacing restarts from the moment motion resumes
                 continue
             self._starved = False
-            finished = self.engine.pop_finished_underrun()
+            finished = self.stream.pop_finished_underrun()
             if finished is not None and calls.on_underrun is not None:
                 calls.on_underrun(finished)
             if calls.validate is not None and not calls.validate(step.values):
@@ -73,11 +72,12 @@ class RunLoop:
                 return
             calls.act(step.values)
             self.acted += 1
-            deadline = (time.monotonic() if deadline is None else deadline) + self.engine.period
+            period = self.stream.period
+            deadline = (time.monotonic() if deadline is None else deadline) + period
             delay = deadline - time.monotonic()
             if delay > 0:
                 time.sleep(delay)
-            elif delay < -self.engine.period:
+            elif delay < -period:
                 deadline = time.monotonic()  # far behind: do not burst to catch up
 
     def finish(self) -> None:
@@ -91,7 +91,7 @@ class RunLoop:
     def _underrun_begins(self) -> None:
         """Tell the robot at the tick its next action is missing, not when the plan refills."""
         # The engine's rule: an empty plan is an underrun only once something has moved.
-        if self._starved or not self.engine.stats.actions:
+        if self._starved or not self.stream.stats.actions:
             return
         self._starved = True
         if self.calls.hold_on_underrun:
@@ -140,9 +140,9 @@ class RunLoop:
     def _outcome_ready(self) -> None:
         """Fill in the RunOutcome from the engine (also after a raise)."""
         now = time.monotonic()
-        self.engine.close_underrun(now)
+        self.stream.close_underrun(now)
         out = self.outcome
-        for name, value in asdict(report(self.engine, self.acted)).items():
+        for name, value in asdict(self.stream.report(self.acted)).items():
             setattr(out, name, value)
         out.actions = self.acted
         out.holds = self.holds

@@ -12,11 +12,13 @@ import threading
 import time
 from typing import Any, Union
 
-from .engine import ChunkEngine, PlannedStep
-from .engine_stats import EngineReport, EngineStats, report
-from .errors import is_transient, SequencesError
-from .playback import DEFAULT_PLAYBACK, PlaybackOptions
-from .types import Observation, Prediction
+from ._engine import ChunkEngine
+from ._engine_stats import EngineReport, EngineStats, report
+from ._errors import is_transient, SequencesError
+from ._latency import LatencyWindow
+from ._plan import PlannedStep
+from ._playback import DEFAULT_PLAYBACK, PlaybackOptions
+from ._types import Observation, Prediction
 
 ObservationSource = Union[Observation, Callable[[], Observation]]  # noqa: UP007 (3.10 alias)
 Sender = Callable[[Observation, dict[str, Any]], Prediction]
@@ -24,24 +26,29 @@ Sender = Callable[[Observation, dict[str, Any]], Prediction]
 
 class ActionStream:
     """
-    Drive a ChunkEngine against a sender with up to `engine.max_inflight` requests in flight.
+    Drive its own ChunkEngine against a sender with up to `max_inflight` requests in flight.
+
+    The engine plays as `playback` says, at `control_rate_hz` if given (else each chunk's
+    rate), measuring latency into `latency` if given (a Policy shares one across its runs).
 
     `observe` passed to step() returns an Observation, or a zero-argument callable that builds
     one; a callable is built on the worker thread, which keeps image encoding off a control
     tick that only needs to snapshot its inputs.
 
     A transient failure (lost connection, timeout, 5xx, malformed answer: `is_transient`) is
-    retried up to `playback.retries` times in a row, after a backoff of
+    retried up to `playback.request_retries` times in a row, after a backoff of
     `playback.retry_backoff_s` doubling each time, while the plan already in hand keeps
     playing; the next failure is raised. Nothing of a failed request is ever played.
     """
 
-    def __init__(self, send: Sender, engine: ChunkEngine, *, options: dict[str, Any] | None
-                 = None, clock: Callable[[], float] = time.monotonic,
+    def __init__(self, send: Sender, playback: PlaybackOptions = DEFAULT_PLAYBACK, *,
+                 control_rate_hz: float | None = None, latency: LatencyWindow | None = None,
+                 options: dict[str, Any] | None = None,
+                 clock: Callable[[], float] = time.monotonic,
                  on_chunk: Callable[[Prediction], Any] | None = None,
-                 name: str = 'sequence-ai-request',
-                 playback: PlaybackOptions = DEFAULT_PLAYBACK) -> None:
-        self.engine = engine
+                 name: str = 'sequence-ai-request') -> None:
+        engine = ChunkEngine(playback, control_rate_hz=control_rate_hz, latency=latency)
+        self._engine = engine
         self._send = send
         self._options = dict(options or {})
         self._clock = clock
@@ -52,7 +59,7 @@ class ActionStream:
         self._arrivals: dict[int, float] = {}
         self._lock = threading.Lock()
         self.last_prediction: Prediction | None = None
-        self.retries = playback.retries
+        self.request_retries = playback.request_retries
         self.retry_backoff_s = playback.retry_backoff_s
         self.retried = 0  # transient failures absorbed over the stream's life
         self.last_transient_error: SequencesError | None = None
@@ -62,31 +69,57 @@ class ActionStream:
     # -- what a driver reads of the plan (the engine stays the stream's own) --------------------
 
     @property
+    def engine(self) -> ChunkEngine:
+        """The engine, to read (a recording describes its joins); drivers use the stream."""
+        return self._engine
+
+    @property
     def period(self) -> float:
-        """Seconds per action: the control_hz override, else the last chunk's rate."""
-        return self.engine.period
+        """Seconds per action: the control rate set, else the last chunk's rate."""
+        return self._engine.period
 
     @property
     def stats(self) -> EngineStats:
         """Return what the engine has counted so far (chunks, latencies, underruns, space)."""
-        return self.engine.stats
+        return self._engine.stats
 
     @property
     def action_space(self) -> str | None:
         """Return the action space of the chunks joined so far (None before the first)."""
-        return self.engine.stats.action_space
+        return self._engine.stats.action_space
+
+    @property
+    def buffered(self) -> int:
+        """Count the actions left in the plan."""
+        return self._engine.buffered
 
     def buffered_seconds(self, now: float) -> float:
         """Seconds of plan left to play at `now`."""
-        return self.engine.buffered_seconds(now)
+        return self._engine.buffered_seconds(now)
 
     def needs_more(self, played: int, max_actions: int) -> bool:
         """Whether a request is still wanted: played + committed actions < max_actions."""
-        return played + self.engine.committed_steps() < max_actions
+        return played + self._engine.committed_steps() < max_actions
+
+    def should_request(self, now: float) -> bool:
+        """Whether the engine would start a request now (see step())."""
+        return self._engine.should_request(now)
+
+    def next_action(self, now: float) -> PlannedStep | None:
+        """Play the plan's action for `now`, without collecting or requesting (see step())."""
+        return self._engine.next_action(now)
+
+    def pop_finished_underrun(self) -> float | None:
+        """Seconds of the underrun the last action ended, once; else None."""
+        return self._engine.pop_finished_underrun()
+
+    def close_underrun(self, now: float) -> None:
+        """End an open underrun at `now` (the driver is stopping while starved)."""
+        self._engine.close_underrun(now)
 
     def report(self, commanded_actions: int) -> EngineReport:
         """Summarize the run so far for `commanded_actions` sent to the robot."""
-        return report(self.engine, commanded_actions)
+        return report(self._engine, commanded_actions)
 
     def set_options(self, **options: Any) -> None:
         """Change the wire options (e.g. the instruction's extras) for the next requests."""
@@ -100,21 +133,32 @@ class ActionStream:
         Raises the first failed request's error (typed SequencesError), after marking it.
         """
         self.collect()
-        if allow_request and now >= self._retry_at and self.engine.should_request(now):
+        if allow_request and now >= self._retry_at and self._engine.should_request(now):
             self.start(observe(), now)
-        if not self.engine.buffered and self.collect():
+        if not self._engine.buffered and self.collect():
             pass  # a chunk landed since the first look: no underrun for a race of microseconds
-        return self.engine.next_action(now)
+        return self._engine.next_action(now)
 
     def upcoming(self, count: int) -> list[list[float]]:
         """Return the next `count` actions of the plan without playing them (a plan ahead)."""
-        return self.engine.upcoming(count)
+        return self._engine.upcoming(count)
+
+    def predict(self, observation: Observation, options: dict[str, Any]) -> Prediction:
+        """Send one request now, on this thread, and make its chunk the whole plan."""
+        ticket = self._engine.request_started(self._clock())
+        try:
+            prediction = self._send(observation, options)
+        except BaseException:
+            self._engine.request_failed(ticket)
+            raise
+        self._engine.chunk_arrived(ticket, prediction.action_chunk, self._clock(), replace=True)
+        return prediction
 
     def start(self, source: ObservationSource, capture_time: float) -> int:
         """Send one request in the background for an observation captured at capture_time."""
-        ticket = self.engine.request_started(capture_time)
+        ticket = self._engine.request_started(capture_time)
         # The engine's own options (join='rtc': the prefix) go with the driver's.
-        options = dict(self._options, **self.engine.request_options(ticket))
+        options = dict(self._options, **self._engine.request_options(ticket))
         future = self._pool.submit(self._call, source, options)
 
         def arrived(_: 'Future[Prediction]', ticket: int = ticket) -> None:
@@ -137,13 +181,13 @@ class ActionStream:
                 arrival = self._arrivals.pop(ticket, self._clock())
             error = future.exception()
             if error is not None:
-                self.engine.request_failed(ticket)
+                self._engine.request_failed(ticket)
                 self._absorb_or_raise(error)
                 continue
             self._failures_in_a_row = 0
             prediction = future.result()
             server_ms = prediction.perf.get('inference_ms')
-            applied = self.engine.chunk_arrived(
+            applied = self._engine.chunk_arrived(
                 ticket, prediction.action_chunk, arrival,
                 server_ms=server_ms if isinstance(server_ms, (int, float)) else None,
                 prefix_report=prediction.rtc)
@@ -159,7 +203,7 @@ class ActionStream:
         return max(0.0, self._retry_at - now)
 
     def _absorb_or_raise(self, error: BaseException) -> None:
-        if not is_transient(error) or self._failures_in_a_row >= self.retries:
+        if not is_transient(error) or self._failures_in_a_row >= self.request_retries:
             self._failures_in_a_row = 0
             raise error
         self._failures_in_a_row += 1
@@ -185,7 +229,7 @@ class ActionStream:
         for future in self._futures.values():
             future.cancel()
         self._futures.clear()
-        self.engine.clear()
+        self._engine.clear()
 
     def close(self, wait_for_inflight: bool = True) -> None:
         """Stop the workers, draining (default) or abandoning the requests in flight."""

@@ -13,16 +13,15 @@ import time
 from typing import Any
 import warnings
 
-from .engine import ChunkEngine
-from .errors import ChunkExhausted, PolicyBusy, PolicyClosed
-from .latency import LatencyWindow
-from .observer import ObserverList, PolicyObserver
-from .outcome import RunOutcome
-from .playback import DEFAULT_PLAYBACK, PlaybackOptions
-from .run_loop import RunCallbacks, RunLoop
-from .stream import ActionStream
-from .transport import Transport
-from .types import Model, Observation, Prediction
+from ._errors import ChunkExhausted, PolicyBusy, PolicyClosed
+from ._latency import LatencyWindow
+from ._observer import ObserverList, PolicyObserver
+from ._outcome import RunOutcome
+from ._playback import DEFAULT_PLAYBACK, PlaybackOptions
+from ._run_loop import RunCallbacks, RunLoop
+from ._stream import ActionStream
+from ._transport import Transport
+from ._types import Model, Observation, Prediction
 
 _validate_warning_lock = threading.Lock()
 _validate_warned = False
@@ -48,7 +47,8 @@ class Policy:
             raise ValueError('control_hz must be a positive rate')
         self._transport = transport
         self._model = model
-        self._control_hz = control_hz
+        # The published client's keyword, under the node's name from here on.
+        self._control_rate_hz = control_hz
         self._closed = False
         # RLock so the same thread may re-enter (next_action -> predict); another thread may not.
         self._drive_lock = threading.RLock()
@@ -68,7 +68,7 @@ class Policy:
     @property
     def buffered(self) -> int:
         """Actions left in next_action()'s buffer."""
-        return self._stream.engine.buffered if self._stream else 0
+        return self._stream.buffered if self._stream else 0
 
     def describe(self) -> Model | None:
         """Return the model's catalogue entry (GET /v1/models on this connection), or None."""
@@ -130,10 +130,9 @@ class Policy:
         For drivers with their own clock (ROS). `options` go on every request's wire body.
         """
         self._assert_open()
-        engine = ChunkEngine.from_playback(playback, control_hz=self._control_hz,
-                                           latency=self._latency)
-        return ActionStream(self.send, engine, options=options, clock=clock, on_chunk=on_chunk,
-                            playback=playback)
+        return ActionStream(self.send, playback, control_rate_hz=self._control_rate_hz,
+                            latency=self._latency, options=options, clock=clock,
+                            on_chunk=on_chunk)
 
     # -- you do everything ------------------------------------------------------------------
 
@@ -145,17 +144,7 @@ class Policy:
         back is model output, not a safe robot command.
         """
         with self._driving('predict'):
-            stream = self._buffer_stream()
-            captured = time.monotonic()
-            ticket = stream.engine.request_started(captured)
-            try:
-                prediction = self.send(observation, options)
-            except BaseException:
-                stream.engine.request_failed(ticket)
-                raise
-            stream.engine.chunk_arrived(ticket, prediction.action_chunk, time.monotonic(),
-                                        replace=True)
-            return prediction
+            return self._buffer_stream().predict(observation, options)
 
     # -- we hold the buffer, you drive --------------------------------------------------------
 
@@ -174,10 +163,9 @@ class Policy:
             stream.set_options(**options)
             now = time.monotonic()
             stream.collect()
-            if observation is not None and stream.engine.buffered and \
-                    stream.engine.should_request(now):
+            if observation is not None and stream.buffered and stream.should_request(now):
                 stream.start(observation, now)
-            step = stream.engine.next_action(now)
+            step = stream.next_action(now)
             while step is None:
                 if stream.inflight:
                     stream.wait()
@@ -187,7 +175,7 @@ class Policy:
                 else:
                     raise ChunkExhausted('the action buffer is empty and no observation was '
                                          'given to refill from; pass observation= every call')
-                step = stream.engine.next_action(time.monotonic())
+                step = stream.next_action(time.monotonic())
             return step.values
 
     def _buffer_stream(self) -> ActionStream:
@@ -221,8 +209,8 @@ class Policy:
                      on_underrun_start)
         playback     how chunks are requested, joined and played: a PlaybackOptions (its
                      docstring has the fields and defaults, shared with the ROS node); or
-                     its fields as keywords (prefetch=False, join='aligned', ...), as the
-                     sequence-ai client takes them, but not both
+                     its fields as keywords (prefetch=False, join_mode='aligned', ...), as
+                     the sequence-ai client takes some of them, but not both
         record       a path: record the run as an MCAP episode file there (a directory: a new
                      file in it), as the ROS node records; needs sequence_ai_ros[record]
         options      any other keyword goes on every request's wire body

@@ -6,7 +6,7 @@ subclassing Policy: they pass an observer to it. Every method is called on the t
 sends the request (a worker thread while a chunk plays), must be quick and must not raise.
 """
 
-from .types import Observation, Prediction
+from ._types import Observation, Prediction
 
 
 class PolicyObserver:

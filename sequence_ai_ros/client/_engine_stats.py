@@ -1,7 +1,8 @@
 """
 What a ChunkEngine counts while it runs, and the summary run() and the ROS node report from it.
 
-EngineStats are the engine's own counters, kept so that they add up (test_engine_properties);
+EngineStats are the engine's own counters, kept so that they add up (test_engine_properties):
+the joins and the RTC prefixes report what they did, and only the engine counts it here.
 EngineReport is their summary in RunOutcome's field names.
 """
 
@@ -10,10 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .latency import quantile
+from ._joins import JoinEvent
+from ._latency import quantile
 
 if TYPE_CHECKING:  # the engine imports this module
-    from .engine import ChunkEngine
+    from ._engine import ChunkEngine
 
 SERIES_LIMIT = 10_000
 
@@ -58,6 +60,25 @@ class EngineStats:
     latencies: 'deque[float]' = field(default_factory=lambda: deque(maxlen=SERIES_LIMIT))
     server_inference_ms: 'deque[float]' = field(default_factory=lambda: deque(maxlen=SERIES_LIMIT))
     obs_ages: 'deque[float]' = field(default_factory=lambda: deque(maxlen=SERIES_LIMIT))
+
+    def count_join(self, event: JoinEvent) -> None:
+        """Count what one join did."""
+        for kind in event.kinds:
+            self.joins[kind] = self.joins.get(kind, 0) + 1
+        self.dropped_steps += event.dropped
+        if event.delay_s is not None:
+            self.max_join_delay_s = max(self.max_join_delay_s, event.delay_s)
+        self.rtc_late_joins += event.rtc_late
+
+    def count_prefix_gap(self, gap: float, tolerance: float) -> bool:
+        """Count how far an answer departed from its prefix; True at the first beyond tolerance."""
+        self.prefix_errors.append(gap)
+        self.max_prefix_error = gap if self.max_prefix_error is None else \
+            max(self.max_prefix_error, gap)
+        if gap <= tolerance:
+            return False
+        self.prefix_violations += 1
+        return self.prefix_violations == 1
 
 
 def summarize(values: Sequence[float]) -> tuple[float | None, float | None]:
