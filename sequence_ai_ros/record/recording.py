@@ -57,7 +57,7 @@ class RecordedEpisode:
         if joins:
             return str(_json(joins[0]).get('mode', 'append'))
         playback = _json_text(self.contents.metadata.get('playback', '{}'))
-        return str(self.parameters.get('join_mode') or playback.get('join') or 'append')
+        return str(self.parameters.get('join_mode') or playback.get('join_mode') or 'append')
 
     @property
     def chunk_s(self) -> float | None:
