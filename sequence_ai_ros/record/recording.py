@@ -57,7 +57,9 @@ class RecordedEpisode:
         if joins:
             return str(_json(joins[0]).get('mode', 'append'))
         playback = _json_text(self.contents.metadata.get('playback', '{}'))
-        return str(self.parameters.get('join_mode') or playback.get('join_mode') or 'append')
+        # 'join': the field's name in files recorded before PlaybackOptions named it join_mode.
+        return str(self.parameters.get('join_mode') or playback.get('join_mode')
+                   or playback.get('join') or 'append')
 
     @property
     def chunk_s(self) -> float | None:
