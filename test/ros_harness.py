@@ -70,6 +70,9 @@ def node_parameters(**overrides):
         'hold_service': 'robot/hold',
         'diagnostics_period_s': 0.2,
         'configure_timeout_s': 5.0,
+        # The test robot reads one point per step and has no gripper controller of its own.
+        'output_mode': 'trajectory_stream',
+        'gripper_interface': 'with_arm',
     }
     params.update(overrides)
     return params
