@@ -158,7 +158,7 @@ class NodeFleet:
             ns = f'fleet_k{self.count}_{i}'  # unique per row: no stale subscription matches
             # The config file's output mode, the gripper on a one-joint trajectory controller.
             controllers, wiring = controller_setup(
-                config_value(config_file(self.model), 'output_mode', 'trajectory_stream'),
+                config_value(config_file(self.model), 'output_mode'),
                 'trajectory', DEFAULT_DISTRO)
             sim = self._child(SIM, ns, 'sequence_ai_ros.sim.node', [
                 '-p', f'time_scale:={self.time_scale!r}',

@@ -170,6 +170,8 @@ class Bench:
             'position_limits.lower': [-WIDE_LIMIT_RAD] * len(NAMES),
             'position_limits.upper': [WIDE_LIMIT_RAD] * len(NAMES),
             'max_step_change': 0.5, 'hold_service': 'robot/hold',
+            # The tick as measured so far; the robot side has no gripper controller of its own.
+            'output_mode': 'trajectory_stream', 'gripper_interface': 'with_arm',
         }
         params.update(self.node_params(run))
         path = os.path.join(self.tmp.name, f'{ns}.yaml')

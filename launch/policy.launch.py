@@ -24,6 +24,9 @@
 #   autostart           configure and activate at once (false: use `ros2 lifecycle set`)
 #   aggregator          also start diagnostic_aggregator (/diagnostics_agg, for
 #                       rqt_robot_monitor) where it is installed (default false)
+# "'' keeps the file's" is the node's default where the file gives none (the shipped files
+# give only what is model- or arm-specific: output_mode is trajectory_plan, gripper_interface
+# action unless a file or an argument says otherwise).
 #
 # The API key is never an argument: the node reads $SEQUENCES_API_KEY, the credentials file or
 # the file named by the api_key_file parameter.

@@ -11,7 +11,7 @@ from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState
 from operator_harness import BACKOFF_S, ERROR, OK, Session
 from operator_steps import BOUND_S
-from ros_harness import commands_after
+from ros_harness import commands_after, effective_value
 from sequence_ai_ros.harness.service_calls import call_service
 
 
@@ -67,8 +67,8 @@ def hold_service(problem: str) -> Callable[[Session], str]:
         robot.hold_refuses = problem == 'refuses'
         s.stop(run)
         text = 'is not available' if problem == 'absent' else 'refused: brake fault'
-        s.expect_status('episode', ERROR, text, run.started, 5 + s.node.params.get(
-            'hold_service_timeout_s', 1.0))
+        s.expect_status('episode', ERROR, text, run.started, 5 + effective_value(
+            s.node.params, 'hold_service_timeout_s'))
         robot.hold_refuses = False
         if problem == 'absent':
             robot.offer_hold_service()

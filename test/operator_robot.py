@@ -24,7 +24,7 @@ import math
 import time
 
 from rclpy.service import Service
-from ros_harness import CONTROL_PERIOD_S, is_final_rest, is_hold, RELIABLE, Robot
+from ros_harness import CONTROL_PERIOD_S, effective_value, is_final_rest, is_hold, RELIABLE, Robot
 from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
 from test_node_gateway_faults import MARKER
@@ -51,7 +51,7 @@ class AuditedRobot(Robot):
         self.lower = [float(v) for v in params['position_limits.lower']]
         self.upper = [float(v) for v in params['position_limits.upper']]
         self.max_step = [float(params['max_step_change'])] * (len(self.lower) - 1) + \
-            [float(params.get('max_gripper_step_change', 1.0))]
+            [float(effective_value(params, 'max_gripper_step_change'))]
         self.reference = list(self.positions)
         self._keep(node.create_subscription(String, f'{self.ns}/policy_node/chunks',
                                             self._on_chunk_event, RELIABLE))

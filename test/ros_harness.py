@@ -35,6 +35,7 @@ from sensor_msgs.msg import CompressedImage, Image, JointState
 from sequence_ai_ros.gateway.process import GatewayProcess
 from sequence_ai_ros.harness.child_processes import child_env
 from sequence_ai_ros.harness.service_calls import call_service, change_state
+from sequence_ai_ros.node.params import PARAMETERS
 from sequence_ai_ros.sim.render import SceneRenderer
 from sequence_ai_ros.world import arm_model
 from std_msgs.msg import Bool, String
@@ -70,9 +71,17 @@ def node_parameters(**overrides):
         'hold_service': 'robot/hold',
         'diagnostics_period_s': 0.2,
         'configure_timeout_s': 5.0,
+        # The test robot reads one point per step and has no gripper controller of its own.
+        'output_mode': 'trajectory_stream',
+        'gripper_interface': 'with_arm',
     }
     params.update(overrides)
     return params
+
+
+def effective_value(params, name):
+    """Return what the node runs with for `name` given `params`: its value, else the default."""
+    return params[name] if name in params else PARAMETERS[name].default
 
 
 class PolicyNodeProcess:

@@ -1,7 +1,10 @@
 """The shipped parameter files: ROS reads them, the node accepts them, and they hold no key."""
 
 # Each file is read by rcl's own parser (`--params-file`, as `ros2 launch` passes it), so a value
-# written `180` where the node declares a double fails here as it would on the robot.
+# written `180` where the node declares a double fails here as it would on the robot. A file
+# gives only what is model- or arm-specific; the node's declared defaults give the rest, so a
+# value equal to its default is there only under a `# restated: why` comment (on its line or
+# the line above).
 
 import json
 import math
@@ -26,6 +29,8 @@ REQUIRED = {name for name, spec in params.PARAMETERS.items() if spec.required}
 # A hosted key looks like seq_ and then letters, digits or underscores.
 KEY_PATTERN = re.compile(r'seq_\w+')
 P99_Z = 2.3263  # standard normal quantile at 0.99: the catalogue's latency is lognormal
+RESTATED = '# restated:'
+KEY_LINE = re.compile(r'^( +)([\w.]+):')
 
 
 def stem(model: str) -> str:
@@ -50,18 +55,52 @@ def loaded(context, path: Path) -> dict:
     return {name: p for name, p in found.items() if name not in builtin}
 
 
-def values(context, path: Path) -> dict:
-    return {name: p.value for name, p in loaded(context, path).items()}
-
-
 def read_through_node(context, namespace: str = '', **kwargs) -> params.NodeConfig:
     """Declare the node's parameters on a lifecycle node built with `kwargs`; read them back."""
     node = LifecycleNode('policy_node', namespace=namespace, context=context, **kwargs)
     try:
-        params.declare_parameters(node)
-        return params.read_config(node)
+        # As the node does: a value rclpy refused at declaration fails the read, naming it.
+        return params.read_config(node, params.declare_parameters(node))
     finally:
         node.destroy_node()
+
+
+def effective(context, path: Path) -> params.NodeConfig:
+    """Return what the node runs with from `path`: its values, the defaults for the rest."""
+    return read_through_node(context, cli_args=ros_args(path))
+
+
+def restated(path: Path) -> set:
+    """Return the parameters marked `# restated: why` on their line or on the line above."""
+    found, keys, above = set(), [], ''
+    for line in path.read_text().splitlines():
+        match = KEY_LINE.match(line)
+        if match:
+            indent = len(match.group(1))
+            keys = [(i, k) for i, k in keys if i < indent] + [(indent, match.group(2))]
+            if RESTATED in line or above.lstrip().startswith(RESTATED):
+                found.add('.'.join(k for _, k in keys[1:]))  # below ros__parameters
+        above = line
+    return found
+
+
+def restating_problems(context, path: Path) -> list:
+    """Return each value that changes nothing unmarked, and each marked one that does change."""
+    given = loaded(context, path)
+    whole = read_through_node(context, parameter_overrides=list(given.values()))
+    marked = restated(path)
+    problems = []
+    for name in sorted(set(given) - REQUIRED):
+        without = [p for n, p in given.items() if n != name]
+        try:
+            same = read_through_node(context, parameter_overrides=without) == whole
+        except params.ConfigError:  # the node needs it (e.g. one topic per camera view)
+            same = False
+        if same and name not in marked:
+            problems.append(f'{name}: the default; drop it or say why ({RESTATED} ...)')
+        elif not same and name in marked:
+            problems.append(f'{name}: not the default, so not restated: drop the marker')
+    return problems + [f'{name}: marked restated, not in the file' for name in marked - set(given)]
 
 
 def test_one_file_per_catalogue_model():
@@ -77,12 +116,35 @@ def test_shape_applies_to_any_node_name_and_namespace(path):
 
 
 @pytest.mark.parametrize('path', CONFIGS, ids=lambda p: p.stem)
-def test_keys_are_exactly_the_nodes_parameters(context, path):
+def test_keys_are_the_nodes_parameters_and_every_required_one(context, path):
     keys = set(loaded(context, path))
     assert not keys - set(params.PARAMETERS), 'not parameters of the node'
     assert not REQUIRED - keys, 'required parameters missing'
-    # The shipped files are the reference a robotics engineer edits: every setting is there.
-    assert not set(params.PARAMETERS) - keys, 'parameters left out'
+
+
+@pytest.mark.parametrize('path', CONFIGS, ids=lambda p: p.stem)
+def test_a_value_equal_to_the_default_says_why_it_is_restated(context, path):
+    assert restating_problems(context, path) == []
+
+
+def test_the_restating_check_finds_a_bare_default_and_a_wrong_marker(context, tmp_path):
+    text = CONFIGS[0].read_text()
+    bare = tmp_path / 'bare.yaml'
+    bare.write_text(text + '    jpeg_quality: 92\n    camera_transports: [raw, raw]\n')
+    assert [p.split(':')[0] for p in restating_problems(context, bare)] == [
+        'camera_transports', 'jpeg_quality']
+    said = tmp_path / 'said.yaml'
+    said.write_text(text + f'    {RESTATED} why\n    jpeg_quality: 92\n'
+                    f'    max_inflight: 4  {RESTATED} it is not\n')
+    assert restating_problems(context, said) == [
+        'max_inflight: not the default, so not restated: drop the marker']
+
+
+def test_a_value_of_the_wrong_type_fails_as_on_the_robot(context, tmp_path):
+    wrong = tmp_path / 'wrong.yaml'
+    wrong.write_text(CONFIGS[0].read_text() + '    startup_timeout_s: 180\n')
+    with pytest.raises(params.ConfigError, match='startup_timeout_s'):
+        effective(context, wrong)
 
 
 @pytest.mark.parametrize('path', CONFIGS, ids=lambda p: p.stem)
@@ -103,44 +165,44 @@ def test_the_file_applies_under_a_namespace_as_launch_passes_it(context, path):
 
 @pytest.mark.parametrize('path', CONFIGS, ids=lambda p: p.stem)
 def test_values_fit_the_model_and_the_arm(context, path):
-    got = values(context, path)
-    model = MODELS[got['model']]
-    assert got['joint_names'] == list(arm_model.JOINT_NAMES)
-    assert got['gripper_joint'] == arm_model.GRIPPER_JOINT
-    assert len(got['joint_names']) + 1 == model['action_dim']
-    assert got['camera_views'] == model['camera_views']
-    assert got['image_size'] == model['image_size']
-    assert got['jpeg_quality'] == 92
-    assert got['position_limits.lower'] == pytest.approx(
+    got = effective(context, path)
+    model = MODELS[got.model]
+    assert got.joint_names == arm_model.JOINT_NAMES
+    assert got.gripper_joint == arm_model.GRIPPER_JOINT
+    assert len(got.joint_names) + 1 == model['action_dim']
+    assert list(got.camera_views) == model['camera_views']
+    assert list(got.image_size) == model['image_size']
+    assert got.jpeg_quality == 92
+    assert got.position_lower == pytest.approx(
         [*arm_model.LOWER_LIMITS, arm_model.GRIPPER_RANGE[0]])
-    assert got['position_limits.upper'] == pytest.approx(
+    assert got.position_upper == pytest.approx(
         [*arm_model.UPPER_LIMITS, arm_model.GRIPPER_RANGE[1]])
     # A step the arm could follow at its slowest joint's speed limit, at the model's rate.
-    assert got['max_step_change'] <= min(arm_model.VELOCITY_LIMITS) / model['control_hz']
-    assert got['startup_timeout_s'] > model['cold_start_s']
+    assert got.max_step_change <= min(arm_model.VELOCITY_LIMITS) / model['control_hz']
+    assert got.startup_timeout_s > model['cold_start_s']
     # Left to the launch file or the environment, so one file serves hosted and local.
-    assert got['base_url'] == ''
+    assert got.base_url == ''
 
 
 @pytest.mark.parametrize('path', CONFIGS, ids=lambda p: p.stem)
 def test_timing_keeps_up_with_the_models_latency(context, path):
-    got = values(context, path)
-    model = MODELS[got['model']]
+    got = effective(context, path)
+    model = MODELS[got.model]
     latency = model['latency']
     p99 = latency['median_s'] * math.exp(P99_Z * latency['sigma'])
     chunk_s = model['action_horizon'] / model['control_hz']
-    inflight = got['max_inflight']
+    inflight = got.max_inflight
     # The chunk engine's own rule (it warns otherwise): each request yields a whole chunk
     # when appending, only chunk - latency when time-aligned.
-    if got['join_mode'] == 'append':
+    if got.join_mode == 'append':
         assert p99 <= inflight * chunk_s
     else:
         assert p99 < chunk_s, 'an aligned chunk would arrive with nothing left to play'
         assert p99 <= inflight * chunk_s / 2
     if is_absolute_space(model['action_space']):
-        assert 0 < got['smooth_seam'] < model['action_horizon']
+        assert 0 < got.smooth_seam < model['action_horizon']
     else:
-        assert got['smooth_seam'] == 0, 'ignored for increments and velocities: misleading'
+        assert got.smooth_seam == 0, 'ignored for increments and velocities: misleading'
 
 
 @pytest.mark.parametrize('path', [*CONFIGS, *sorted((REPO / 'launch').glob('*.py'))],
@@ -184,9 +246,11 @@ def test_the_controllers_file_names_the_parallel_gripper_controller_and_the_sim_
 
 
 @pytest.mark.parametrize('path', CONFIGS, ids=lambda p: p.stem)
-def test_the_gripper_goes_to_a_controller_of_the_controllers_file(context, path):
-    got = values(context, path)
-    assert got['gripper_interface'] == 'action'
-    assert f'/**/{got["gripper_controller"]}:' in CONTROLLERS.read_text()
-    assert (got['gripper_open_position'], got['gripper_closed_position']) == (
+def test_the_arm_and_the_gripper_go_to_controllers_of_the_controllers_file(context, path):
+    got = effective(context, path)
+    assert got.output_mode == 'trajectory_plan'
+    assert f'/**/{got.controller_name}:' in CONTROLLERS.read_text()
+    assert got.gripper_interface == 'action'
+    assert f'/**/{got.gripper_controller}:' in CONTROLLERS.read_text()
+    assert (got.gripper_open_position, got.gripper_closed_position) == (
         arm_model.FINGER_OPEN_M, arm_model.FINGER_CLOSED_M)

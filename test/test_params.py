@@ -2,7 +2,8 @@
 
 # Each check runs the real declaration and read on an rclpy LifecycleNode, as the node does.
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
+import json
 from pathlib import Path
 import re
 
@@ -52,11 +53,21 @@ def test_a_default_that_is_not_its_fields_type_fails_at_import():
         parameter_table(Wrong)
 
 
-def test_playback_parameters_take_defaults_from_playback_options():
+def test_playback_parameters_take_defaults_from_playback_options_but_the_startup_wait():
     defaults = PlaybackOptions()
-    assert {spec.playback: spec.default for spec in PLAYBACK.values()} == \
-        {f.name: getattr(defaults, f.name) for f in fields(PlaybackOptions)}
-    assert params.NodeConfig().playback == defaults
+    node = {spec.playback: spec.default for spec in PLAYBACK.values()}
+    assert set(node) == {f.name for f in fields(PlaybackOptions)}
+    assert {name for name, value in node.items() if getattr(defaults, name) != value} == \
+        {'startup_timeout_s'}
+    assert params.NodeConfig().playback == replace(
+        defaults, startup_timeout_s=node['startup_timeout_s'])
+
+
+def test_the_default_startup_wait_outlasts_every_models_cold_start():
+    # A robot's first episode waits out a cold hosted model instead of failing at once.
+    catalogue = json.loads((REPO / 'sequence_ai_ros/gateway/catalogue.json').read_text())
+    assert params.NodeConfig().startup_timeout_s > max(
+        model['cold_start_s'] for model in catalogue['models'])
 
 
 @pytest.mark.parametrize('name', [n for n, s in PLAYBACK.items() if s.bounds], ids=str)

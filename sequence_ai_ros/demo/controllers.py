@@ -42,14 +42,20 @@ def default_gripper_interface() -> str:
     return 'action'
 
 
-def config_value(config: Path, name: str, default: Any) -> Any:
-    """Return the value a node parameter file gives `name` (`default` if it gives none)."""
+def config_value(config: Path, name: str) -> Any:
+    """
+    Return the value the node gets for `name` with parameter file `config`.
+
+    The file's value, else the node's declared default: the shipped files give only what is
+    model- or arm-specific.
+    """
     data = yaml.safe_load(config.read_text()) or {}
     for section in data.values():
         params = (section or {}).get('ros__parameters', {})
         if name in params:
             return params[name]
-    return default
+    from sequence_ai_ros.node.params import PARAMETERS  # rclpy only once a node is started
+    return PARAMETERS[name].ros_default
 
 
 def controller_setup(output_mode: str, gripper_interface: str, distro: str

@@ -148,15 +148,13 @@ class Demo:
         return [arg for name, value in params.items() for arg in ('-p', f'{name}:={value}')]
 
     def _controllers(self) -> tuple[list[str], dict[str, Any]]:
-        mode = self.args.output_mode or config_value(self.config, 'output_mode',
-                                                     'trajectory_stream')
+        mode = self.args.output_mode or config_value(self.config, 'output_mode')
         gripper = self.args.gripper or default_gripper_interface()
         sim, node = controller_setup(mode, gripper, self.args.distro)
         # The controllers file a team copies: the simulated controllers read it as on a robot.
         sim += ['--params-file', str(find_config(CONTROLLERS_FILE))]
         # Time runs 1/S times faster and velocities do not scale: accelerations grow by 1/S.
-        node['max_acceleration'] = repr(config_value(self.config, 'max_acceleration', 15.0)
-                                        / self.scale)
+        node['max_acceleration'] = repr(config_value(self.config, 'max_acceleration') / self.scale)
         return sim, node
 
     def _drive(self, run: Run, recorder: Any, sim: ChildProcess, node: ChildProcess) -> str:
@@ -256,7 +254,7 @@ class Demo:
                 f'{self.scale:g} (model seconds)')
 
     def _join(self) -> str:
-        return self.args.join or str(config_value(self.config, 'join_mode', 'append'))
+        return self.args.join or str(config_value(self.config, 'join_mode'))
 
     # -- clean-up -----------------------------------------------------------------------------
 

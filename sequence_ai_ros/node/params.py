@@ -4,8 +4,10 @@ The policy node's parameters, each declared once: a field of NodeConfig.
 A field's annotation is its type, and :func:`param` gives its default, description, range,
 validators and whether it may change at run time (see param_spec). From this one table come
 the ROS declarations, the checks at configure, the NodeConfig the node runs with and the
-parameter documentation. The playback parameters take their defaults and checks from
-PlaybackOptions, which the node hands to the stream as ``config.playback``.
+parameter documentation. The playback parameters take their checks and, but for
+startup_timeout_s, their defaults from PlaybackOptions, which the node hands to the stream as
+``config.playback``. Each default is the one a robot should get with no parameter file: the
+files in config/ give only what is model- or arm-specific.
 
 The API key is deliberately not a parameter (parameters are dumped by `ros2 param dump` and
 written into bags): it comes from $SEQUENCES_API_KEY, the credentials file, or the file named
@@ -45,8 +47,9 @@ _PLAYBACK = PlaybackOptions()
 
 
 def _playback(option: str, description: str, bounds: tuple[float, float] | None = None,
-              rule: str = '') -> Any:
-    """Declare a parameter that feeds PlaybackOptions.<option>: its default, its check."""
+              rule: str = '', default: Any = None) -> Any:
+    """Declare a parameter that feeds PlaybackOptions.<option>: its check, its default."""
+    # `default` only where the node needs another default than a Python caller of run().
     def playback(value: Any) -> str | None:
         try:
             PlaybackOptions(**{option: value})
@@ -54,8 +57,8 @@ def _playback(option: str, description: str, bounds: tuple[float, float] | None 
             return str(exc)[len(option) + 1:]
         return None
     playback.rule = rule or f'PlaybackOptions.{option}'  # type: ignore[attr-defined]
-    return param(getattr(_PLAYBACK, option), description, bounds=bounds,
-                 validators=(playback,), playback=option)
+    value = getattr(_PLAYBACK, option) if default is None else default
+    return param(value, description, bounds=bounds, validators=(playback,), playback=option)
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,8 @@ class NodeConfig:
     base_url: str = param('', "gateway URL; '' = $SEQUENCES_BASE_URL, else the hosted gateway")
     api_key_file: str = param('', "file holding the API key; '' = $SEQUENCES_API_KEY, else the "
                               'credentials file. The key itself is never a parameter')
-    request_timeout_s: float = param(30.0, 'per-request HTTP timeout (s)', bounds=(0.1, 600.0))
+    # 10: calls take ~1 s, a warming model answers at once; a mute gateway holds (retries+1) x it
+    request_timeout_s: float = param(10.0, 'per-request HTTP timeout (s)', bounds=(0.1, 600.0))
     request_retries: int = _playback(
         'request_retries', 'transient request failures (lost connection, timeout, 5xx, malformed '
         'answer) retried in a row while the plan in hand plays; the next one ends the episode '
@@ -78,7 +82,8 @@ class NodeConfig:
     ca_file: str = param('', "PEM file of the CA that signs the gateway's TLS certificate (a "
                          "private gateway); '' = the system CAs. Verification cannot be turned "
                          'off')
-    configure_timeout_s: float = param(5.0, 'configure waits this long for joint_states to '
+    # 10: one launch starts driver, controllers and node together; waited only while missing
+    configure_timeout_s: float = param(10.0, 'configure waits this long for joint_states to '
                                        'check the joint names, and for the catalogue',
                                        bounds=(0.1, 600.0))
     joint_names: tuple[str, ...] = param(
@@ -118,8 +123,10 @@ class NodeConfig:
                                  'the last command (absolute action spaces only)', (0, 1000))
     seam_blend: str = _playback('seam_blend', "'linear' or 'min_jerk' ramp for smooth_seam",
                                 rule=f'one of {list(BLENDS)}')
+    # 180: the first episode outlasts a hosted cold start (~100 s) instead of failing at once
     startup_timeout_s: float = _playback('startup_timeout_s', 'wait this long for a warming '
-                                         'model before the first action', (0.0, 3600.0))
+                                         'model before the first action', (0.0, 3600.0),
+                                         default=180.0)
     position_lower: tuple[float, ...] = param(
         (0.0,), 'lower position limit per joint (rad), joint_names order, then the gripper if '
         'any (required)', name='position_limits.lower', required=True,
@@ -147,8 +154,9 @@ class NodeConfig:
                                           'reported', bounds=(0.01, 60.0))
     diagnostics_period_s: float = param(1.0, 'period of /diagnostics', bounds=(0.05, 60.0))
     hardware_id: str = param('', "hardware_id on /diagnostics; '' = the node's full name")
+    # trajectory_plan: the smoothest against a stock JTC; a late tick does not stall the arm
     output_mode: str = param(
-        'trajectory_stream', "how commands reach the arm's controller: 'trajectory_stream' "
+        'trajectory_plan', "how commands reach the arm's controller: 'trajectory_stream' "
         '(one positions-only JointTrajectory point per step on <controller_name>/'
         "joint_trajectory), 'trajectory_plan' (the next plan_ahead_s of the plan each step, "
         "ending at rest), 'forward_position' or 'forward_velocity' (Float64MultiArray on "
@@ -174,8 +182,9 @@ class NodeConfig:
     max_acceleration: float = param(0.0, 'forward_velocity: largest change of any commanded '
                                     'velocity per second (rad/s^2, required there)',
                                     bounds=(0.0, 1e6))
+    # action: a real arm's gripper is its own action server; a stock JTC refuses its joint
     gripper_interface: str = param(
-        'with_arm', "'with_arm' (a joint of the arm's command), 'action' (control_msgs "
+        'action', "'with_arm' (a joint of the arm's command), 'action' (control_msgs "
         'GripperCommand or ParallelGripperCommand, whichever the server serves), '
         "'trajectory' (a one-joint JointTrajectory) or 'forward_position' "
         '(Float64MultiArray) on gripper_controller',
