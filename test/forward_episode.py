@@ -5,7 +5,8 @@ The gateway runs at real time (the sim's speed limits are then the joints' own) 
 latency; the sim reads the shipped controllers file, as a robot's controller_manager would
 (update_rate 1000), with the controller rules of `distro`. Recorded: the joint states at their
 stamps, every message on the arm controller's `commands` topic, the controller_manager's and
-the controllers' ERROR lines, the episode's outcome and the node's log.
+the controllers' ERROR lines, the node's ~/chunks events, the episode's outcome and the node's
+log.
 """
 
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ class Episode:
     commands: list = field(default_factory=list)  # (receipt, values)
     manager_errors: list = field(default_factory=list)
     controller_errors: list = field(default_factory=list)
+    chunks: list = field(default_factory=list)  # the node's ~/chunks events, in join order
     outcome: dict | None = None
     node_log: str = ''
     sim_log: str = ''
@@ -125,6 +127,9 @@ class _Recorder:
                                  self._on_command, RELIABLE)
         node.create_subscription(String, f'{ns}/policy_node/episode_outcome',
                                  self._on_outcome, RELIABLE)
+        node.create_subscription(String, f'{ns}/policy_node/chunks',
+                                 lambda msg: episode.chunks.append(json.loads(msg.data)),
+                                 RELIABLE)
         node.create_subscription(Log, '/rosout', self._on_log, RELIABLE)
         self.change = node.create_client(ChangeState, f'{ns}/policy_node/change_state')
         self.get = node.create_client(GetState, f'{ns}/policy_node/get_state')

@@ -7,7 +7,9 @@ controller_manager clamps to the joints' speed limits ("Command of at least one 
 of limits"); sent as lines (forward_output_rate_hz) almost none (only where the node's timer
 ran late), and every value is between two checked steps. forward_velocity on a velocity
 interface (the shipped controllers file's JointGroupVelocityController) completes an episode
-within the joints' speed limits and leaves the arm stopped.
+within the joints' speed limits and leaves the arm stopped. None of them holds for an underrun
+of its own: the one a forward_position episode can show is the world's, a second answer slower
+than the first chunk, and trajectory_plan shows it at the same step.
 """
 
 import os
@@ -31,10 +33,18 @@ def domain():
     return int(os.environ.get('ROS_DOMAIN_ID') or random_domain_id())
 
 
+# The catalogue's pi05-droid latency (median 0.78 s) drawn with this seed gives the episode's
+# second and third requests 1.23 s and 1.15 s: both land after the first chunk's 1.0 s is spent.
+SLOW_SECOND_ANSWER_SEED = 36
+FIRST_CHUNK_STEPS = 15
+
+
 def completed(episode):
     assert episode.outcome is not None, episode.node_log[-3000:]
     assert episode.outcome['outcome'] == 'completed', episode.outcome
     assert episode.controller_errors == [], episode.controller_errors
+    # Answers take 0.3 s against 1.0 s chunks here: a hold would be the node's own doing.
+    assert episode.outcome['underruns'] == 0, episode.outcome
 
 
 def test_forward_position_steps_are_clamped_by_a_kilted_controller_manager(
@@ -71,3 +81,25 @@ def test_forward_velocity_completes_on_a_velocity_interface_and_stops(
     assert np.linalg.norm(q[-1] - q[0]) > 0.02, 'the arm did not move'
     last = t >= t[-1] - 0.2
     assert np.abs(np.diff(q[last], axis=0)).max() < 1e-9, 'the arm did not stop'
+
+
+@pytest.mark.parametrize('mode', ['forward_position', 'trajectory_plan'])
+def test_a_second_answer_slower_than_the_first_chunk_holds_every_mode_at_that_chunk_end(
+        tmp_path, domain, mode):
+    # The second request starts when the first chunk is joined (no latency is known before),
+    # so the first chunk alone must cover its whole latency: an answer slower than the chunk
+    # holds the arm once, when the chunk's steps are spent, whatever the output mode.
+    gateway = start_gateway('--seed', str(SLOW_SECOND_ANSWER_SEED))
+    try:
+        episode = run(tmp_path, domain, gateway, mode, 'kilted')
+    finally:
+        gateway.close()
+    assert episode.outcome is not None, episode.node_log[-3000:]
+    assert episode.outcome['outcome'] == 'completed', episode.outcome
+    assert len(episode.chunks) >= 2, episode.chunks
+    first, second = episode.chunks[:2]
+    assert first['steps'] == FIRST_CHUNK_STEPS, first
+    assert second['actions_before'] == FIRST_CHUNK_STEPS, second
+    assert second['latency_s'] > first['steps'] / 15.0, second
+    assert episode.outcome['underruns'] >= 1, episode.outcome
+    assert 'holding: underrun: the next chunk has not arrived' in episode.node_log
