@@ -26,7 +26,7 @@ from .arm_output import FORWARD_VELOCITY, PLAN
 from .commands import Command, CommandMapper, UnsupportedActionSpace
 from .diagnostics import error_kind
 from .images import ImageError
-from .inputs import InputCache, JOINT_STATES
+from .inputs import InputCache
 from .params import NodeConfig
 from .safety import check_command, check_velocities, input_age_reason, is_stale, SafetyLimits
 
@@ -189,9 +189,9 @@ class Episode:
         for problem in inputs.frame_problems.values():
             if problem:
                 return problem, False
+        timeouts = inputs.timeouts(config.joint_state_timeout_s, config.camera_timeout_s)
         for topic, age in inputs.ages(now).items():
-            timeout = config.joint_state_timeout_s if topic == JOINT_STATES \
-                else config.camera_timeout_s
+            timeout = timeouts[topic]
             dropped = inputs.dropped_since_accepted.get(topic, 0)
             why = f'; {dropped} since dropped, stamped older than the last accepted' \
                 if dropped else ''
