@@ -133,8 +133,9 @@ class Episode:
             return self._starved()
         self.last_error, self.last_error_kind, self.warming_eta_s = '', '', None
         skip, first_s = self._catch_up(now)
-        values = [step.values] + [self.stream.engine.next_action(now).values
-                                  for _ in range(skip)]
+        # _catch_up skips only steps still in the plan: none of these is None.
+        skipped = [self.stream.engine.next_action(now) for _ in range(skip)]
+        values = [step.values] + [s.values for s in skipped if s is not None]
         return self._play(values, now, first_s)
 
     def end(self, outcome: str, reason: str, *, hold: bool) -> Tick:

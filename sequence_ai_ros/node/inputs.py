@@ -251,4 +251,4 @@ def _stamp_ms(message: Any) -> int | None:
     stamp = message.header.stamp
     if stamp.sec == 0 and stamp.nanosec == 0:
         return None
-    return stamp.sec * 1000 + stamp.nanosec // 1_000_000
+    return int(stamp.sec) * 1000 + int(stamp.nanosec) // 1_000_000
