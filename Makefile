@@ -39,6 +39,9 @@ PYTHON310 ?= $(firstword $(wildcard $(shell pyenv root 2>/dev/null)/versions/3.1
 	python3.10)
 # The client core: what must stay httpx-only and type-clean.
 CLIENT_CORE := sequence_ai_ros/__init__.py sequence_ai_ros/client
+# The node, the runtime it spins on and the contract: type-clean too (setup.cfg says how rclpy
+# and the ROS message packages are read).
+NODE_CORE := sequence_ai_ros/node sequence_ai_ros/runtime sequence_ai_ros/contract
 
 .PHONY: all venv venv-jazzy test test-fast test-kilted test-jazzy test-sourced test-jammy lint demo bench \
 	reliability clean
@@ -81,7 +84,7 @@ $(STAMP_JAZZY): requirements.txt requirements-dev.txt requirements-jazzy.txt set
 
 lint: venv
 	$(PY) -m ruff check .
-	$(PY) -m mypy $(CLIENT_CORE)
+	$(PY) -m mypy $(CLIENT_CORE) $(NODE_CORE)
 	$(VENV)/bin/vermin --no-tips --violations --eval-annotations -t=3.10- sequence_ai_ros test bench scripts setup.py
 
 # pytest exits 5 when it collects nothing; that is not a failure of the code under test.

@@ -19,6 +19,8 @@ HUMBLE_NAMES = {
               'logging', 'executors', 'node', 'qos'},
     'rclpy.action': {'ActionClient', 'ActionServer', 'CancelResponse', 'GoalResponse'},
     'rclpy.action.server': {'GoalEvent', 'ServerGoalHandle'},
+    # rclpy/client.py and rclpy/timer.py: the classes create_client and create_timer return.
+    'rclpy.client': {'Client'},
     'rclpy.exceptions': {'InvalidParameterTypeException', 'InvalidParameterValueException',
                          'ParameterException'},
     'rclpy.executors': {'Executor', 'ExternalShutdownException', 'MultiThreadedExecutor',
@@ -33,6 +35,7 @@ HUMBLE_NAMES = {
     'rclpy.serialization': {'serialize_message'},
     'rclpy.signals': {'SignalHandlerOptions'},
     'rclpy.task': {'Future'},
+    'rclpy.timer': {'Timer'},
     'launch': {'LaunchDescription'},
     'launch.actions': {'DeclareLaunchArgument', 'EmitEvent', 'ExecuteProcess', 'GroupAction',
                        'IncludeLaunchDescription', 'LogInfo', 'OpaqueFunction',

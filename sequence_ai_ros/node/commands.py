@@ -70,12 +70,12 @@ class CommandMapper:
 
     def reset(self, measured_positions: Sequence[float]) -> None:
         """Start integrating from where the arm is (episode start, and after every hold)."""
-        self._last = self._vector(measured_positions, 'measured positions')
+        self._start_from(measured_positions)
 
     def hold(self, measured_positions: Sequence[float]) -> Command:
         """Return a command to stay where the arm is, which also becomes the integration origin."""
-        self.reset(measured_positions)
-        return Command(self._last, (0.0,) * len(self._last))
+        origin = self._start_from(measured_positions)
+        return Command(origin, (0.0,) * len(origin))
 
     def preview(self, actions: Sequence[Sequence[float]], dt_s: float) -> list[Command]:
         """Return the commands `actions` would give after the last one, changing nothing."""
@@ -117,6 +117,10 @@ class CommandMapper:
             velocities.append((gripper - last[n]) / dt_s)
         self._last = tuple(targets)
         return Command(self._last, tuple(velocities))
+
+    def _start_from(self, measured_positions: Sequence[float]) -> tuple[float, ...]:
+        self._last = origin = self._vector(measured_positions, 'measured positions')
+        return origin
 
     def _vector(self, values: Sequence[float], what: str) -> tuple[float, ...]:
         if len(values) != self.expected_dim:

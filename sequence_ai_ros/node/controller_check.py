@@ -14,7 +14,7 @@ and franka_gripper serve control_msgs/action/GripperCommand, parallel_gripper_ac
 served; anything else on that name fails configure naming it.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,13 +48,15 @@ def _value(parameter: Any) -> Any:
     kind = parameter.type
     if kind == ParameterType.PARAMETER_NOT_SET:
         return None
-    return {
+    readers: dict[int, Callable[[Any], Any]] = {
         ParameterType.PARAMETER_BOOL: lambda p: p.bool_value,
         ParameterType.PARAMETER_INTEGER: lambda p: p.integer_value,
         ParameterType.PARAMETER_DOUBLE: lambda p: p.double_value,
         ParameterType.PARAMETER_STRING: lambda p: p.string_value,
         ParameterType.PARAMETER_STRING_ARRAY: lambda p: list(p.string_array_value),
-    }.get(kind, lambda p: None)(parameter)
+    }
+    read = readers.get(kind)
+    return None if read is None else read(parameter)
 
 
 def ask_controller(node: Any, controller: str, mode: str, timeout_s: float

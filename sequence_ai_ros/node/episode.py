@@ -23,7 +23,7 @@ from .arm_output import FORWARD_VELOCITY, PLAN
 from .commands import Command, CommandMapper, UnsupportedActionSpace
 from .diagnostics import error_kind
 from .images import ImageError
-from .inputs import InputCache, JOINT_STATES
+from .inputs import InputCache
 from .params import NodeConfig
 from .safety import check_command, check_velocities, input_age_reason, is_stale, SafetyLimits
 
@@ -130,8 +130,9 @@ class Episode:
             return self._starved()
         self.last_error, self.last_error_kind, self.warming_eta_s = '', '', None
         skip, first_s = self._catch_up(now)
-        values = [step.values] + [self.stream.engine.next_action(now).values
-                                  for _ in range(skip)]
+        # _catch_up skips only steps still in the plan: none of these is None.
+        skipped = [self.stream.next_action(now) for _ in range(skip)]
+        values = [step.values] + [s.values for s in skipped if s is not None]
         return self._play(values, now, first_s)
 
     def end(self, outcome: str, reason: str, *, hold: bool) -> Tick:
@@ -186,9 +187,9 @@ class Episode:
         for problem in inputs.frame_problems.values():
             if problem:
                 return problem, False
+        timeouts = inputs.timeouts(config.joint_state_timeout_s, config.camera_timeout_s)
         for topic, age in inputs.ages(now).items():
-            timeout = config.joint_state_timeout_s if topic == JOINT_STATES \
-                else config.camera_timeout_s
+            timeout = timeouts[topic]
             dropped = inputs.dropped_since_accepted.get(topic, 0)
             why = f'; {dropped} since dropped, stamped older than the last accepted' \
                 if dropped else ''

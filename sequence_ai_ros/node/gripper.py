@@ -228,7 +228,7 @@ class GripperOutput:
 
     def _resolved(self) -> str:
         try:
-            return self._node.resolve_topic_name(self.name)
+            return str(self._node.resolve_topic_name(self.name))
         except Exception:  # a name rclpy cannot resolve is still worth naming as given
             return self.name
 
@@ -236,5 +236,5 @@ class GripperOutput:
 def _result_position(result: Any) -> float:
     """Return a result's measured position: GripperCommand's field, or the JointState's."""
     if hasattr(result, 'state'):
-        return result.state.position[0] if len(result.state.position) else math.nan
-    return result.position
+        return float(result.state.position[0]) if len(result.state.position) else math.nan
+    return float(result.position)

@@ -201,7 +201,8 @@ def check_compressed_image(format: str, data: BytesLike, *,  # noqa: A002 (the m
     try:
         with Image.open(io.BytesIO(blob), formats=('JPEG', 'PNG')) as image:
             _check_opened(image, format, max_side)
-            return image.size
+            width, height = image.size
+            return int(width), int(height)
     except ImageError:
         raise
     except _DECODE_ERRORS as exc:

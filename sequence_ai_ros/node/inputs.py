@@ -175,6 +175,12 @@ class InputCache:
             ages[camera.topic] = None if seen is None else now - seen
         return ages
 
+    def timeouts(self, joint_state_s: float, camera_s: float) -> dict[str, float]:
+        """Return the age at which each input holds the arm, by topic (as in ages())."""
+        timeouts = {JOINT_STATES: joint_state_s}
+        timeouts.update((camera.topic, camera_s) for camera in self.cameras)
+        return timeouts
+
     def snapshot(self) -> Snapshot:
         """Return the inputs of this instant; raises ValueError when one is missing."""
         _, positions, problem = self._joints
@@ -245,4 +251,4 @@ def _stamp_ms(message: Any) -> int | None:
     stamp = message.header.stamp
     if stamp.sec == 0 and stamp.nanosec == 0:
         return None
-    return stamp.sec * 1000 + stamp.nanosec // 1_000_000
+    return int(stamp.sec) * 1000 + int(stamp.nanosec) // 1_000_000

@@ -7,7 +7,7 @@ message. A hold replaces whatever was sent before, at once, on the arm's interfa
 is left where it is (a grasp must not open because the arm stopped).
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 import math
 from typing import Any
 
@@ -40,7 +40,9 @@ MIN_HOLD_S = 0.05
 class CommandOutputs:
     """Publishes commands, plans ahead and holds for the configured controllers."""
 
-    def __init__(self, node: Any, config: NodeConfig) -> None:
+    def __init__(self, node: Any, config: NodeConfig,
+                 measured: Callable[[], Sequence[float] | None]) -> None:
+        """Create the publishers; `measured` gives the latest finite positions (model units)."""
         self.mode = config.output_mode
         self.config = config
         self.scale = GripperScale(config.gripper_open_position, config.gripper_closed_position)
@@ -54,6 +56,7 @@ class CommandOutputs:
         topic = f'{config.controller_name}/{"joint_trajectory" if trajectory else "commands"}'
         self.arm_topic = topic
         self._node = node
+        self._measured_positions = measured
         self._publisher = node.create_lifecycle_publisher(
             JointTrajectory if trajectory else Float64MultiArray, topic, reliable)
         self.gripper: GripperOutput | None = None
@@ -154,8 +157,7 @@ class CommandOutputs:
             self.on_publish(message)
 
     def _measured(self) -> list[float] | None:
-        inputs = getattr(self._node, 'inputs', None)
-        positions = getattr(inputs, 'last_finite_positions', None)
+        positions = self._measured_positions()
         return None if positions is None else self._arm_positions(Command(tuple(positions), ()))
 
     def _arm_command(self, command: Command) -> Command:

@@ -8,24 +8,27 @@ activate   start the control timer (and an episode, if start_on_activate)
 deactivate publish a hold first, then stop; cleanup closes the connection
 """
 
+from __future__ import annotations  # rclpy's Parameter is generic only from Jazzy on
+
+from dataclasses import replace
+import time
 from typing import Any
 
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
+from rclpy.parameter import Parameter
 import sequence_ai_ros as sai
 from sequence_ai_ros.contract.key_masking import redact
 
+from .configure_checks import check_controllers, check_joint_names, check_model
+from .configured import ConfiguredNode, NodeHandlers
+from .diagnostics import build_statuses, diagnostic_array, Health
 from .episode import Episode
+from .episode_runner import EpisodeRunner, HoldTally
 from .guard import CallbackGuard, refuse_service
-from .hold_call import HoldServiceCall
-from .inputs import CameraInput, InputCache
+from .health import health_of, NodeSnapshot
 from .lifecycle_guard import guard_change_state
-from .node_checks import ConfigureChecks
-from .node_episodes import EpisodeControl
-from .node_health import HealthReport
-from .node_wiring import NodeWiring
-from .outputs import CommandOutputs
-from .params import ConfigError, declare_parameters, NodeConfig, read_config
+from .params import ConfigError, CONFIGURE_PARAMETERS, declare_parameters, NodeConfig, read_config
 
 # The default trajectory topic (controller_name joint_trajectory_controller), for remapping.
 COMMAND_TOPIC = 'joint_trajectory_controller/joint_trajectory'
@@ -34,13 +37,14 @@ SUCCESS = TransitionCallbackReturn.SUCCESS
 FAILURE = TransitionCallbackReturn.FAILURE
 
 
-class PolicyNode(EpisodeControl, NodeWiring, ConfigureChecks, HealthReport, LifecycleNode):
+class PolicyNode(LifecycleNode):
     """
     Drives a joint_trajectory_controller from a cloud policy, holding when in doubt.
 
-    The lifecycle and the callback guard are here; the episodes (node_episodes), the
-    interfaces and their callbacks (node_wiring), the configure checks (node_checks) and
-    /diagnostics (node_health) are its parts, each in its own module.
+    The lifecycle and the callback guard are here. Configure builds a ConfiguredNode (the
+    connection, inputs, outputs, interfaces, recording) and an EpisodeRunner over it (start,
+    stop, the control tick, holds); configure_checks may fail it; /diagnostics is health_of
+    a snapshot of the node.
     """
 
     def __init__(self, node_name: str = 'policy_node', **kwargs: Any) -> None:
@@ -55,38 +59,39 @@ class PolicyNode(EpisodeControl, NodeWiring, ConfigureChecks, HealthReport, Life
         self.add_on_set_parameters_callback(self._guard.wrap(
             'parameter callback', self._on_parameters,
             lambda params: SetParametersResult(successful=False, reason=INTERNAL_ERROR)))
-        self.config: NodeConfig | None = None
-        self.policy: sai.Policy | None = None
-        self.inputs: InputCache | None = None
-        self.episode: Episode | None = None
-        self.last_summary: dict[str, Any] = {}
-        self.model_entry: sai.Model | None = None
         self.node_state = 'unconfigured'
-        self.holds = 0
-        self.last_hold_reason = ''
-        self._entities: list[Any] = []
-        self._outputs: CommandOutputs | None = None
-        self._control_timer: Any = None
-        self._hold_call: HoldServiceCall | None = None
-        self._outcome_pub: Any = None
-        self._chunks_pub: Any = None
-        self._diagnostics_pub: Any = None
+        self._holds = HoldTally()
+        self._configured: ConfiguredNode | None = None
+        self._runner: EpisodeRunner | None = None
+
+    @property
+    def config(self) -> NodeConfig | None:
+        """Return the configuration read at configure (None while unconfigured)."""
+        return self._configured.config if self._configured is not None else None
+
+    @property
+    def episode(self) -> Episode | None:
+        """Return the running or last episode of this configure, if any."""
+        return self._runner.episode if self._runner is not None else None
+
+    @property
+    def holds(self) -> int:
+        """Return how many holds the node has published since it started."""
+        return self._holds.count
 
     # -- lifecycle --------------------------------------------------------------------------
 
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Read parameters, open the connection, check joints and model, create interfaces."""
         try:
-            self.config = config = read_config(self, self._parameter_problems)
-            self.inputs = InputCache(config.joint_names, config.gripper_joint, tuple(
-                CameraInput(view, topic, transport == 'compressed') for view, topic, transport
-                in zip(config.camera_views, config.camera_topics, config.camera_transports)),
-                config.instruction)
-            self.policy = self._connect(config)
-            self._create_interfaces(config)
-            self._check_joint_names(config)
-            self._check_model(config)
-            self._check_controllers(config)
+            config = read_config(self, self._parameter_problems)
+            self._configured = configured = ConfiguredNode(
+                self, config, NodeHandlers(self._on_start, self._on_stop,
+                                           self._publish_diagnostics))
+            check_joint_names(self, config, configured.inputs, configured.store_joint_state)
+            configured.model_entry = check_model(self, configured.policy, config)
+            check_controllers(self, config, configured.outputs)
+            self._runner = EpisodeRunner(self, configured, self._guard, self._holds)
         except (ConfigError, ValueError, sai.SequencesError) as exc:
             self.get_logger().error(f'configure failed: {redact(str(exc))}')
             self._release()
@@ -105,11 +110,12 @@ class PolicyNode(EpisodeControl, NodeWiring, ConfigureChecks, HealthReport, Life
         """Start the control timer, and an episode if start_on_activate."""
         try:
             super().on_activate(state)
-            assert self.config is not None
-            self._control_timer = self.create_timer(self._period(), self._tick)
+            runner, configured = self._runner, self._configured
+            assert runner is not None and configured is not None
+            runner.activate()
             self.node_state = 'active'
-            if self.config.start_on_activate:
-                self.start_episode()
+            if configured.config.start_on_activate:
+                runner.start()
         except Exception as exc:
             self.get_logger().error(f'activate failed: {type(exc).__name__}: {exc}')
             return FAILURE
@@ -118,8 +124,8 @@ class PolicyNode(EpisodeControl, NodeWiring, ConfigureChecks, HealthReport, Life
     def on_deactivate(self, state: LifecycleState) -> TransitionCallbackReturn:
         """Hold first, then stop the timer; requests in flight are dropped, never played."""
         try:
-            self.stop_episode('deactivated')
-            self._destroy_timer()
+            if self._runner is not None:
+                self._runner.deactivate('deactivated')
             self.node_state = 'inactive'
             super().on_deactivate(state)
         except Exception as exc:
@@ -144,6 +150,92 @@ class PolicyNode(EpisodeControl, NodeWiring, ConfigureChecks, HealthReport, Life
         self._guard.wrap('error processing', self._release)()
         self.node_state = 'unconfigured'
         return SUCCESS
+
+    # -- episodes -------------------------------------------------------------------------------
+
+    def start_episode(self) -> tuple[bool, str]:
+        """Begin a bounded episode; only when active and none is running."""
+        if self._runner is None:
+            return False, 'the node is not active'
+        return self._runner.start()
+
+    def stop_episode(self, reason: str) -> tuple[bool, str]:
+        """End the running episode holding; nothing more is published until the next start."""
+        if self._runner is None:
+            return False, 'no episode is running'
+        return self._runner.stop(reason)
+
+    def shutdown_holding(self, reason: str) -> None:
+        """
+        End the episode holding and release everything, e.g. before the process ends.
+
+        The hold is not waited for: Fast DDS (since Humble) and Cyclone DDS send it during
+        publish(), and waiting for acknowledgements costs up to a heartbeat period (a full 1 s
+        timeout, measured with Fast DDS on loopback).
+        """
+        self.stop_episode(reason)
+        self._release()
+
+    def _release(self) -> None:
+        runner, configured = self._runner, self._configured
+        self._runner = self._configured = None
+        if runner is not None:
+            runner.close()
+        if configured is not None:
+            configured.close()
+
+    def _on_start(self, request: Any, response: Any) -> Any:
+        response.success, response.message = self.start_episode()
+        return response
+
+    def _on_stop(self, request: Any, response: Any) -> Any:
+        response.success, response.message = self.stop_episode('stop requested')
+        return response
+
+    # -- parameters and /diagnostics -------------------------------------------------------
+
+    def _on_parameters(self, params: list[Parameter[Any]]) -> SetParametersResult:
+        # rclpy has checked each value's type and range against its descriptor by now.
+        # rclpy's own parameters (use_sim_time, ...) are not this node's to refuse.
+        inputs = self._configured.inputs if self._configured is not None else None
+        for param in params:
+            if param.name in CONFIGURE_PARAMETERS and self.node_state != 'unconfigured':
+                return SetParametersResult(
+                    successful=False, reason=f'{param.name} is read at configure: set it while '
+                    f'the node is unconfigured (it is {self.node_state}; cleanup first)')
+            if param.name == 'instruction' and not str(param.value).strip():
+                return SetParametersResult(
+                    successful=False, reason='instruction must not be empty: the task stays '
+                    f'{inputs.instruction if inputs else "unset"!r}')
+        for param in params:
+            self._parameter_problems.pop(param.name, None)
+            if param.name == 'instruction' and inputs is not None:
+                inputs.instruction = str(param.value)
+        return SetParametersResult(successful=True)
+
+    def health(self) -> Health:
+        """Report what the node knows now, for /diagnostics."""
+        configured, runner = self._configured, self._runner
+        snapshot = NodeSnapshot(
+            now=time.monotonic(), node_state=self.node_state, holds=self._holds.count,
+            last_hold_reason=self._holds.last_reason, internal_faults=self._guard.faults,
+            last_internal_fault=self._guard.last_fault)
+        if configured is None:
+            return health_of(snapshot)
+        return health_of(replace(
+            snapshot, hold_call=configured.hold_call, config=configured.config,
+            inputs=configured.inputs, outputs=configured.outputs,
+            command_topic=self.resolve_topic_name(configured.outputs.arm_topic),
+            episode=runner.episode if runner is not None else None,
+            recording=configured.recording))
+
+    def _publish_diagnostics(self) -> None:
+        configured = self._configured
+        if configured is None:
+            return
+        statuses = build_statuses(self.health(), self.get_name(), configured.config.hardware_id)
+        configured.diagnostics_pub.publish(diagnostic_array(statuses,
+                                                            self.get_clock().now().to_msg()))
 
     # -- every callback from rclpy enters through the guard ------------------------------------
 
@@ -176,10 +268,5 @@ class PolicyNode(EpisodeControl, NodeWiring, ConfigureChecks, HealthReport, Life
         return self._guard
 
     def _on_fault(self, reason: str) -> None:
-        """End a running episode holding after an exception reached the guard, saying why."""
-        episode = self.episode
-        if episode is None or not episode.running:
-            return
-        tick = episode.end('error', f'internal error: {reason}', hold=True)
-        self._hold(tick.command, f'internal error: {reason}', final=True)
-        self._finish(episode)
+        if self._runner is not None:
+            self._runner.fault(reason)

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 import rclpy
+from rclpy.client import Client
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import qos_profile_sensor_data, QoSProfile
@@ -50,7 +51,7 @@ def call_service_once(node: Node, srv_type: Any, name: str, request: Any,
                       timeout_s: float) -> Any:
     """Return the response of service `name` (resolved as `node` would) or None in time."""
     probe = _probe_node(node, 'ask')
-    client = probe.create_client(srv_type, name)
+    client: Client[Any, Any] = probe.create_client(srv_type, name)
     try:
         deadline = time.monotonic() + timeout_s
         if not client.wait_for_service(timeout_sec=timeout_s):
