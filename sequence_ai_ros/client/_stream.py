@@ -70,7 +70,7 @@ class ActionStream:
 
     @property
     def engine(self) -> ChunkEngine:
-        """The engine, to read (a recording describes its joins); drivers use the stream."""
+        """Return the engine, to read (a recording describes its joins); drivers use the stream."""
         return self._engine
 
     @property
