@@ -1,15 +1,18 @@
 """
-RecordWriter: an episode file written by a thread of its own, behind a bounded queue.
+RecordWriter: an episode file written by a thread of its own, from a bounded list of messages.
 
-put() never blocks and never raises: the control loop calls it. A message may be queued as its
-bytes or as an object with the function that encodes it, which then runs on this thread, not
-the caller's. When the disk cannot keep up the queue fills and what arrives is dropped and
-counted (`dropped`), never waited for. The thread flushes the file every `flush_s`, so a
+put() never blocks, never raises and wakes nothing: the control loop calls it, and it only
+appends to a deque. A message may be queued as its bytes or as an object with the function
+that encodes it, which then runs on this thread, not the caller's. The thread wakes every
+`drain_s` and writes what has gathered in one go: a thread woken by every message takes the
+GIL from the control loop each time (measured: the tick's p99 jitter widened by the hand-overs,
+not by the writing). When the disk cannot keep up the list fills and what arrives is dropped
+and counted (`dropped`), never waited for. The thread flushes the file every `flush_s`, so a
 killed process loses at most that much.
 """
 
+from collections import deque
 from collections.abc import Callable
-import queue
 import threading
 import time
 from typing import Any
@@ -21,23 +24,32 @@ from .mcap_file import EpisodeFile
 MAX_QUEUED = 20_000
 MAX_QUEUED_BYTES = 64 * 1024 * 1024
 FLUSH_S = 1.0
+# Often enough that one batch is a fraction of a millisecond of work at 50 Hz, seldom enough
+# that the thread's wake-ups cost nothing measurable.
+DRAIN_S = 0.1
+
+# topic, type name, payload, log time, encode, size
+Item = tuple[str, str, Any, int, 'Callable[[Any], bytes] | None', int]
 
 
 class RecordWriter:
     """Queue messages for one EpisodeFile and write them on a daemon thread."""
 
     def __init__(self, file: EpisodeFile, *, flush_s: float = FLUSH_S,
-                 max_queued: int = MAX_QUEUED, max_queued_bytes: int = MAX_QUEUED_BYTES,
+                 drain_s: float = DRAIN_S, max_queued: int = MAX_QUEUED,
+                 max_queued_bytes: int = MAX_QUEUED_BYTES,
                  on_error: Callable[[BaseException], Any] | None = None) -> None:
         self.file = file
         self.path = file.path
         self.flush_s = flush_s
+        self.drain_s = min(drain_s, flush_s)
+        self.max_queued = max_queued
         self.max_queued_bytes = max_queued_bytes
         self.dropped = 0
         self.written = 0
         self.error: BaseException | None = None
         self._on_error = on_error
-        self._queue: queue.Queue[Any] = queue.Queue(max_queued)
+        self._pending: deque[Item] = deque()
         self._queued_bytes = 0
         self._lock = threading.Lock()
         self._closed = False
@@ -58,21 +70,18 @@ class RecordWriter:
         size = len(payload) if encode is None else size
         with self._lock:
             if self._closed or self.error is not None or \
+                    len(self._pending) >= self.max_queued or \
                     self._queued_bytes + size > self.max_queued_bytes:
                 self.dropped += 1
                 return False
-            try:
-                self._queue.put_nowait((topic, type_name, payload, stamp, encode, size))
-            except queue.Full:
-                self.dropped += 1
-                return False
+            self._pending.append((topic, type_name, payload, stamp, encode, size))
             self._queued_bytes += size
         return True
 
     @property
     def queued(self) -> int:
         """Messages waiting to be written."""
-        return self._queue.qsize()
+        return len(self._pending)
 
     def close(self, timeout_s: float = 5.0) -> bool:
         """Write what is queued, finish the file; False if the thread did not end in time."""
@@ -86,26 +95,11 @@ class RecordWriter:
         last_flush = time.monotonic()
         try:
             while True:
-                stopping = self._stop.is_set()  # before the get: what was put is in the queue
-                try:
-                    item = self._queue.get(timeout=0.0 if stopping else max(
-                        0.01, min(0.1, last_flush + self.flush_s - time.monotonic())))
-                except queue.Empty:
-                    if stopping:
-                        break
-                    item = None
-                if item is not None:
-                    topic, type_name, payload, stamp, encode, size = item
-                    with self._lock:
-                        self._queued_bytes -= size
-                    try:
-                        data = payload if encode is None else encode(payload)
-                    except Exception:  # noqa: BLE001 (one bad message is lost, not the file)
-                        with self._lock:
-                            self.dropped += 1
-                        continue
-                    self.file.write(topic, type_name, data, stamp)
-                    self.written += 1
+                # After close() nothing more is put: this last batch is everything.
+                stopping = self._stop.wait(self.drain_s)
+                self._write(self._take())
+                if stopping:
+                    break
                 if time.monotonic() - last_flush >= self.flush_s:
                     self.file.flush()
                     last_flush = time.monotonic()
@@ -118,3 +112,21 @@ class RecordWriter:
                 self.file.close()
             except Exception:  # noqa: BLE001 (the file is broken already; keep the first error)
                 pass
+
+    def _take(self) -> deque[Item]:
+        """Take everything queued so far, leaving an empty list for put()."""
+        with self._lock:
+            batch, self._pending = self._pending, deque()
+            self._queued_bytes = 0
+        return batch
+
+    def _write(self, batch: deque[Item]) -> None:
+        for topic, type_name, payload, stamp, encode, _size in batch:
+            try:
+                data = payload if encode is None else encode(payload)
+            except Exception:  # noqa: BLE001 (one bad message is lost, not the file)
+                with self._lock:
+                    self.dropped += 1
+                continue
+            self.file.write(topic, type_name, data, stamp)
+            self.written += 1
