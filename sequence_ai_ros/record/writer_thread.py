@@ -3,12 +3,12 @@ RecordWriter: an episode file written by a thread of its own, from a bounded lis
 
 put() never blocks, never raises and wakes nothing: the control loop calls it, and it only
 appends to a deque. A message may be queued as its bytes or as an object with the function
-that encodes it, which then runs on this thread, not the caller's. The thread wakes every
-`drain_s` and writes what has gathered in one go: a thread woken by every message takes the
-GIL from the control loop each time (measured: the tick's p99 jitter widened by the hand-overs,
-not by the writing). When the disk cannot keep up the list fills and what arrives is dropped
-and counted (`dropped`), never waited for. The thread flushes the file every `flush_s`, so a
-killed process loses at most that much.
+that encodes it, which then runs on this thread, not the caller's. The thread writes what has
+gathered in one go: when a control tick has just ended (`wake()`, at most every `drain_s`), so
+the batch runs while the loop waits for its next tick, else every `idle_s`. A thread woken by
+every message took the GIL from the control loop each time, mid-callback. When the disk cannot
+keep up the list fills and what arrives is dropped and counted (`dropped`), never waited for.
+The thread flushes the file every `flush_s`, so a killed process loses at most that much.
 """
 
 from collections import deque
@@ -24,9 +24,10 @@ from .mcap_file import EpisodeFile
 MAX_QUEUED = 20_000
 MAX_QUEUED_BYTES = 64 * 1024 * 1024
 FLUSH_S = 1.0
-# Often enough that one batch is a fraction of a millisecond of work at 50 Hz, seldom enough
-# that the thread's wake-ups cost nothing measurable.
+# Often enough that one batch is under a millisecond of work at 50 Hz, seldom enough that the
+# thread's wake-ups cost nothing measurable; without ticks (a hold, the plain client) idle_s.
 DRAIN_S = 0.1
+IDLE_S = 0.25
 
 # topic, type name, payload, log time, encode, size
 Item = tuple[str, str, Any, int, 'Callable[[Any], bytes] | None', int]
@@ -36,13 +37,14 @@ class RecordWriter:
     """Queue messages for one EpisodeFile and write them on a daemon thread."""
 
     def __init__(self, file: EpisodeFile, *, flush_s: float = FLUSH_S,
-                 drain_s: float = DRAIN_S, max_queued: int = MAX_QUEUED,
+                 drain_s: float = DRAIN_S, idle_s: float = IDLE_S, max_queued: int = MAX_QUEUED,
                  max_queued_bytes: int = MAX_QUEUED_BYTES,
                  on_error: Callable[[BaseException], Any] | None = None) -> None:
         self.file = file
         self.path = file.path
         self.flush_s = flush_s
-        self.drain_s = min(drain_s, flush_s)
+        self.drain_s = drain_s
+        self.idle_s = min(idle_s, flush_s)
         self.max_queued = max_queued
         self.max_queued_bytes = max_queued_bytes
         self.dropped = 0
@@ -53,7 +55,8 @@ class RecordWriter:
         self._queued_bytes = 0
         self._lock = threading.Lock()
         self._closed = False
-        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._last_drain = time.monotonic()
         self._thread = threading.Thread(target=self._run, name='sequence-ai-record',
                                         daemon=True)
         self._thread.start()
@@ -78,6 +81,11 @@ class RecordWriter:
             self._queued_bytes += size
         return True
 
+    def wake(self) -> None:
+        """Have the thread write what has gathered now, if a batch is due (after a tick)."""
+        if time.monotonic() - self._last_drain >= self.drain_s and not self._wake.is_set():
+            self._wake.set()
+
     @property
     def queued(self) -> int:
         """Messages waiting to be written."""
@@ -87,7 +95,7 @@ class RecordWriter:
         """Write what is queued, finish the file; False if the thread did not end in time."""
         with self._lock:
             self._closed = True
-        self._stop.set()
+        self._wake.set()
         self._thread.join(timeout_s)
         return not self._thread.is_alive()
 
@@ -95,8 +103,11 @@ class RecordWriter:
         last_flush = time.monotonic()
         try:
             while True:
-                # After close() nothing more is put: this last batch is everything.
-                stopping = self._stop.wait(self.drain_s)
+                self._wake.wait(self.idle_s)
+                self._wake.clear()
+                # After close() nothing more is put: the batch taken after it is everything.
+                stopping = self._closed
+                self._last_drain = time.monotonic()
                 self._write(self._take())
                 if stopping:
                     break
