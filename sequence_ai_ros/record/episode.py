@@ -60,8 +60,6 @@ class EpisodeRecorder:
     def create(cls, path: Any, metadata: dict[str, str] | None = None,
                **writer_options: Any) -> 'EpisodeRecorder':
         """Create the file at `path` (its metadata record written first) and its writer."""
-        # Before the episode's loop runs, not on the writer thread during its first ticks.
-        cdr.build_encoders()
         return cls(RecordWriter(EpisodeFile(path, metadata), **writer_options))
 
     @property

@@ -17,6 +17,7 @@ import threading
 import time
 from typing import Any
 
+from .cdr import build_encoders
 from .mcap_file import EpisodeFile
 
 # Records and bytes waiting at most: a minute of a busy episode's records, and 64 MB of
@@ -57,6 +58,9 @@ class RecordWriter:
         self._closed = False
         self._wake = threading.Event()
         self._last_drain = time.monotonic()
+        # Here, before the episode's loop: built on the thread, they held the GIL for tens of
+        # milliseconds during the first ticks.
+        build_encoders()
         self._thread = threading.Thread(target=self._run, name='sequence-ai-record',
                                         daemon=True)
         self._thread.start()
