@@ -5,8 +5,8 @@ put() never blocks, never raises and wakes nothing: the control loop calls it, a
 appends to a deque. A message may be queued as its bytes or as an object with the function
 that encodes it, which then runs on this thread, not the caller's. The thread writes what has
 gathered in one go: when a control tick has just ended (`wake()`, at most every `drain_s`), so
-the batch runs while the loop waits for its next tick, else every `idle_s`. A thread woken by
-every message took the GIL from the control loop each time, mid-callback. When the disk cannot
+the batch runs while the loop waits for its next tick, else every `idle_s` (a thread woken by
+every message takes the GIL from the control loop mid-callback, each time). When the disk cannot
 keep up the list fills and what arrives is dropped and counted (`dropped`), never waited for.
 The thread flushes the file every `flush_s`, so a killed process loses at most that much.
 """
