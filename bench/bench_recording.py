@@ -18,6 +18,7 @@ unless --write.
 
 import argparse
 import importlib.util
+import os
 from pathlib import Path
 import sys
 import time
@@ -142,7 +143,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     """Run the bench, print the tables, and update RESULTS.md for a full run."""
     args = parse_args(argv)
-    began = time.monotonic()
+    began, load_before = time.monotonic(), os.getloadavg()
     bench = RecordingBench(args)
     print(f'recording bench: rates {", ".join(f"{r:g}" for r in args.rates)} Hz on/off, '
           f'models {", ".join(args.models) or "none"}, executor {args.executors[0]}, '
@@ -156,9 +157,12 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         bench.close()
     runtime = time.monotonic() - began
+    load = ' / '.join(', '.join(f'{v:.1f}' for v in loads)
+                      for loads in (load_before, os.getloadavg()))
     width, height = args.camera_size
     sections = [
-        header(command_line('bench.bench_recording', argv), runtime),
+        header(command_line('bench.bench_recording', argv), runtime) + f'  \nLoad average '
+        f'(1, 5, 15 min) at the start / the end: {load} ({os.cpu_count()} cores).',
         f"The control-tick bench's set-up (see Control tick): `python -m "
         'sequence_ai_ros.node.main` on the '
         f'**{args.executors[0]}** executor, pi05-droid through a fresh local gateway per run '

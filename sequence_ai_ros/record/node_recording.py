@@ -102,8 +102,12 @@ class NodeRecording:
             recorder.message(topic, name, message, encode=self._serialize)
 
     def command(self, message: Any) -> None:
-        """Record an arm command exactly as published."""
+        """Record an arm command exactly as published; the writer may write its batch now."""
         self.message(ARM_COMMAND, message)
+        recorder = self.recorder
+        if recorder is not None:
+            # The tick's last act: the batch runs while the executor waits for the next one.
+            recorder.writer.wake()
 
     def gripper_command(self, message: Any) -> None:
         """Record a gripper command as published; an action goal as its fields in JSON."""

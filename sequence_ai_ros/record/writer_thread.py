@@ -1,19 +1,23 @@
 """
-RecordWriter: an episode file written by a thread of its own, behind a bounded queue.
+RecordWriter: an episode file written by a thread of its own, from a bounded list of messages.
 
-put() never blocks and never raises: the control loop calls it. A message may be queued as its
-bytes or as an object with the function that encodes it, which then runs on this thread, not
-the caller's. When the disk cannot keep up the queue fills and what arrives is dropped and
-counted (`dropped`), never waited for. The thread flushes the file every `flush_s`, so a
-killed process loses at most that much.
+put() never blocks, never raises and wakes nothing: the control loop calls it, and it only
+appends to a deque. A message may be queued as its bytes or as an object with the function
+that encodes it, which then runs on this thread, not the caller's. The thread writes what has
+gathered in one go: when a control tick has just ended (`wake()`, at most every `drain_s`), so
+the batch runs while the loop waits for its next tick, else every `idle_s` (a thread woken by
+every message takes the GIL from the control loop mid-callback, each time). When the disk cannot
+keep up the list fills and what arrives is dropped and counted (`dropped`), never waited for.
+The thread flushes the file every `flush_s`, so a killed process loses at most that much.
 """
 
+from collections import deque
 from collections.abc import Callable
-import queue
 import threading
 import time
 from typing import Any
 
+from .cdr import build_encoders
 from .mcap_file import EpisodeFile
 
 # Records and bytes waiting at most: a minute of a busy episode's records, and 64 MB of
@@ -21,27 +25,42 @@ from .mcap_file import EpisodeFile
 MAX_QUEUED = 20_000
 MAX_QUEUED_BYTES = 64 * 1024 * 1024
 FLUSH_S = 1.0
+# Often enough that one batch is under a millisecond of work at 50 Hz, seldom enough that the
+# thread's wake-ups cost nothing measurable; without ticks (a hold, the plain client) idle_s.
+DRAIN_S = 0.1
+IDLE_S = 0.25
+
+# topic, type name, payload, log time, encode, size
+Item = tuple[str, str, Any, int, 'Callable[[Any], bytes] | None', int]
 
 
 class RecordWriter:
     """Queue messages for one EpisodeFile and write them on a daemon thread."""
 
     def __init__(self, file: EpisodeFile, *, flush_s: float = FLUSH_S,
-                 max_queued: int = MAX_QUEUED, max_queued_bytes: int = MAX_QUEUED_BYTES,
+                 drain_s: float = DRAIN_S, idle_s: float = IDLE_S, max_queued: int = MAX_QUEUED,
+                 max_queued_bytes: int = MAX_QUEUED_BYTES,
                  on_error: Callable[[BaseException], Any] | None = None) -> None:
         self.file = file
         self.path = file.path
         self.flush_s = flush_s
+        self.drain_s = drain_s
+        self.idle_s = min(idle_s, flush_s)
+        self.max_queued = max_queued
         self.max_queued_bytes = max_queued_bytes
         self.dropped = 0
         self.written = 0
         self.error: BaseException | None = None
         self._on_error = on_error
-        self._queue: queue.Queue[Any] = queue.Queue(max_queued)
+        self._pending: deque[Item] = deque()
         self._queued_bytes = 0
         self._lock = threading.Lock()
         self._closed = False
-        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._last_drain = time.monotonic()
+        # Here, before the episode's loop: built on the thread, they held the GIL for tens of
+        # milliseconds during the first ticks.
+        build_encoders()
         self._thread = threading.Thread(target=self._run, name='sequence-ai-record',
                                         daemon=True)
         self._thread.start()
@@ -58,27 +77,29 @@ class RecordWriter:
         size = len(payload) if encode is None else size
         with self._lock:
             if self._closed or self.error is not None or \
+                    len(self._pending) >= self.max_queued or \
                     self._queued_bytes + size > self.max_queued_bytes:
                 self.dropped += 1
                 return False
-            try:
-                self._queue.put_nowait((topic, type_name, payload, stamp, encode, size))
-            except queue.Full:
-                self.dropped += 1
-                return False
+            self._pending.append((topic, type_name, payload, stamp, encode, size))
             self._queued_bytes += size
         return True
+
+    def wake(self) -> None:
+        """Have the thread write what has gathered now, if a batch is due (after a tick)."""
+        if time.monotonic() - self._last_drain >= self.drain_s and not self._wake.is_set():
+            self._wake.set()
 
     @property
     def queued(self) -> int:
         """Messages waiting to be written."""
-        return self._queue.qsize()
+        return len(self._pending)
 
     def close(self, timeout_s: float = 5.0) -> bool:
         """Write what is queued, finish the file; False if the thread did not end in time."""
         with self._lock:
             self._closed = True
-        self._stop.set()
+        self._wake.set()
         self._thread.join(timeout_s)
         return not self._thread.is_alive()
 
@@ -86,26 +107,14 @@ class RecordWriter:
         last_flush = time.monotonic()
         try:
             while True:
-                stopping = self._stop.is_set()  # before the get: what was put is in the queue
-                try:
-                    item = self._queue.get(timeout=0.0 if stopping else max(
-                        0.01, min(0.1, last_flush + self.flush_s - time.monotonic())))
-                except queue.Empty:
-                    if stopping:
-                        break
-                    item = None
-                if item is not None:
-                    topic, type_name, payload, stamp, encode, size = item
-                    with self._lock:
-                        self._queued_bytes -= size
-                    try:
-                        data = payload if encode is None else encode(payload)
-                    except Exception:  # noqa: BLE001 (one bad message is lost, not the file)
-                        with self._lock:
-                            self.dropped += 1
-                        continue
-                    self.file.write(topic, type_name, data, stamp)
-                    self.written += 1
+                self._wake.wait(self.idle_s)
+                self._wake.clear()
+                # After close() nothing more is put: the batch taken after it is everything.
+                stopping = self._closed
+                self._last_drain = time.monotonic()
+                self._write(self._take())
+                if stopping:
+                    break
                 if time.monotonic() - last_flush >= self.flush_s:
                     self.file.flush()
                     last_flush = time.monotonic()
@@ -118,3 +127,21 @@ class RecordWriter:
                 self.file.close()
             except Exception:  # noqa: BLE001 (the file is broken already; keep the first error)
                 pass
+
+    def _take(self) -> deque[Item]:
+        """Take everything queued so far, leaving an empty list for put()."""
+        with self._lock:
+            batch, self._pending = self._pending, deque()
+            self._queued_bytes = 0
+        return batch
+
+    def _write(self, batch: deque[Item]) -> None:
+        for topic, type_name, payload, stamp, encode, _size in batch:
+            try:
+                data = payload if encode is None else encode(payload)
+            except Exception:  # noqa: BLE001 (one bad message is lost, not the file)
+                with self._lock:
+                    self.dropped += 1
+                continue
+            self.file.write(topic, type_name, data, stamp)
+            self.written += 1
