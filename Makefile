@@ -39,9 +39,10 @@ PYTHON310 ?= $(firstword $(wildcard $(shell pyenv root 2>/dev/null)/versions/3.1
 	python3.10)
 # The client core: what must stay httpx-only and type-clean.
 CLIENT_CORE := sequence_ai_ros/__init__.py sequence_ai_ros/client
-# The node, the runtime it spins on and the contract: type-clean too (setup.cfg says how rclpy
-# and the ROS message packages are read).
-NODE_CORE := sequence_ai_ros/node sequence_ai_ros/runtime sequence_ai_ros/contract
+# The node, the runtime it spins on, the contract, the recorder and the world: type-clean too
+# (setup.cfg says how rclpy and the ROS message packages are read).
+NODE_CORE := sequence_ai_ros/node sequence_ai_ros/runtime sequence_ai_ros/contract \
+	sequence_ai_ros/record sequence_ai_ros/world
 
 .PHONY: all venv venv-jazzy test test-fast test-kilted test-jazzy test-sourced test-jammy lint demo bench \
 	reliability clean

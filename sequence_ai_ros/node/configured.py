@@ -131,7 +131,7 @@ class ConfiguredNode:
         config = self.config
         recording = NodeRecording(config.record, config.record_dir, config.record_max_mb)
         # RecordingObserver has PolicyObserver's methods without its class (record/ is ROS-side).
-        self.policy.add_observer(recording.observer)  # type: ignore[arg-type]
+        self.policy.add_observer(recording.observer)
         self.outputs.on_publish = recording.command
         if self.outputs.gripper is not None:
             self.outputs.gripper.on_publish = recording.gripper_command

@@ -118,7 +118,7 @@ class NodeRecording:
             return
         command = message.command
         package, kind = type(message).__module__.split('.')[:2]
-        fields = {'goal': f'{package}/{kind}/{type(message).__name__}'}
+        fields: dict[str, Any] = {'goal': f'{package}/{kind}/{type(message).__name__}'}
         for name in ('name', 'position', 'velocity', 'effort', 'max_effort'):
             value = getattr(command, name, None)
             if value is not None:

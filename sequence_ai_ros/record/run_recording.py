@@ -11,30 +11,33 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
+from sequence_ai_ros.client import Observation, PolicyObserver, Prediction
+
 from .episode import EpisodeRecorder, join_event
 from .metadata import episode_metadata
 from .size_cap import episode_path
 
 
-class RecordingObserver:
+class RecordingObserver(PolicyObserver):
     """A PolicyObserver that records each request, answer and failure of a Policy."""
 
     def __init__(self, recorder: Callable[[], EpisodeRecorder | None]) -> None:
         self.recorder = recorder  # the episode's now (the node's changes between episodes)
 
-    def request_sent(self, observation: Any) -> None:
+    def request_sent(self, observation: Observation) -> None:
         """Record the observation as sent."""
         recorder = self.recorder()
         if recorder is not None:
             recorder.observation(observation)
 
-    def answer_received(self, observation: Any, prediction: Any, round_trip_s: float) -> None:
+    def answer_received(self, observation: Observation, prediction: Prediction,
+                        round_trip_s: float) -> None:
         """Record the answer and its round trip."""
         recorder = self.recorder()
         if recorder is not None:
             recorder.answer(observation, prediction, round_trip_s)
 
-    def request_failed(self, observation: Any, error: BaseException) -> None:
+    def request_failed(self, observation: Observation, error: BaseException) -> None:
         """Record the failure."""
         recorder = self.recorder()
         if recorder is not None:

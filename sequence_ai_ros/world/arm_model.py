@@ -12,6 +12,9 @@ import math
 
 import numpy as np
 
+# Joint positions as a list or an array (the world and the sim pass both).
+JointValues = Sequence[float] | np.ndarray
+
 JOINT_NAMES = tuple(f'panda_joint{i}' for i in range(1, 8))
 GRIPPER_JOINT = 'panda_finger_joint1'
 
@@ -64,7 +67,7 @@ def _dh(a: float, d: float, alpha: float, theta: float) -> np.ndarray:
     ])
 
 
-def joint_positions_3d(q: Sequence[float]) -> np.ndarray:
+def joint_positions_3d(q: JointValues) -> np.ndarray:
     """Positions of the base, each joint frame and the tool centre, shape (9, 3), in metres."""
     transform = np.eye(4)
     points = [transform[:3, 3].copy()]
@@ -76,25 +79,27 @@ def joint_positions_3d(q: Sequence[float]) -> np.ndarray:
     return np.array(points)
 
 
-def tool_position(q: Sequence[float]) -> np.ndarray:
+def tool_position(q: JointValues) -> np.ndarray:
     """World position of the tool centre point for joint positions q (7 values)."""
-    return joint_positions_3d(q)[-1]
+    position: np.ndarray = joint_positions_3d(q)[-1]
+    return position
 
 
-def position_jacobian(q: Sequence[float], eps: float = 1e-6) -> np.ndarray:
+def position_jacobian(q: JointValues, eps: float = 1e-6) -> np.ndarray:
     """d(tool position)/dq, shape (3, 7), by central differences (cheap at 7 joints)."""
-    q = np.asarray(q, dtype=float)
-    jac = np.zeros((3, q.size))
-    for i in range(q.size):
-        step = np.zeros_like(q)
+    joints = np.asarray(q, dtype=float)
+    jac = np.zeros((3, joints.size))
+    for i in range(joints.size):
+        step = np.zeros_like(joints)
         step[i] = eps
-        jac[:, i] = (tool_position(q + step) - tool_position(q - step)) / (2 * eps)
+        jac[:, i] = (tool_position(joints + step) - tool_position(joints - step)) / (2 * eps)
     return jac
 
 
-def clamp_to_limits(q: Sequence[float]) -> np.ndarray:
+def clamp_to_limits(q: JointValues) -> np.ndarray:
     """Joint positions clipped into the arm's position limits."""
-    return np.clip(np.asarray(q, dtype=float), LOWER_LIMITS, UPPER_LIMITS)
+    clamped: np.ndarray = np.clip(np.asarray(q, dtype=float), LOWER_LIMITS, UPPER_LIMITS)
+    return clamped
 
 
 def world_to_table_uv(x: float, y: float) -> tuple[float, float]:
