@@ -33,7 +33,7 @@ _COLUMNS = ('case', 'what happened', 'time to hold (s)', 'commands after fault',
 
 def fault_test_files() -> list[str]:
     """Return the test files that record rows, whole: a case may build on the file's others."""
-    return sorted(str(path) for path in (REPO / 'test').glob('test_*.py')
+    return sorted(str(path) for path in (REPO / 'test').glob('*/test_*.py')
                   if 'fault_matrix' in path.read_text(encoding='utf-8'))
 
 

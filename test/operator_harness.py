@@ -46,8 +46,8 @@ from ros_harness import (
 )
 from sequence_ai_ros.faults import FaultProxy
 from sequence_ai_ros.gateway.process import GatewayProcess
-from test_node_gateway_faults import first_hold
-from test_node_lifecycle_abuse import counts, no_growth, settle
+from system.test_node_gateway_faults import first_hold
+from system.test_node_lifecycle_abuse import counts, no_growth, settle
 
 OK, WARN, ERROR = DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR
 NAMESPACE = 'operator'

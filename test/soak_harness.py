@@ -37,7 +37,7 @@ from reliability import resident_kib, thread_count
 from ros_harness import log_faults
 from soak_report import machine
 from soak_steps import SOAK_STEPS
-from test_node_lifecycle_abuse import settle
+from system.test_node_lifecycle_abuse import settle
 
 SAMPLE_S = 5.0
 WARMUP_S = 60.0

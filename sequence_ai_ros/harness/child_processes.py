@@ -13,13 +13,25 @@ import sequence_ai_ros
 _PACKAGE_PARENT = str(Path(sequence_ai_ros.__file__).resolve().parents[1])
 
 
-def localhost_discovery() -> dict[str, str]:
-    """Return the variables that keep DDS discovery on this machine."""
+def localhost_discovery(distro: str | None = None) -> dict[str, str]:
+    """Return the variables that keep DDS discovery on this machine (distro: ROS_DISTRO's)."""
     # Humble's switch is ROS_LOCALHOST_ONLY; later distributions read the range (and warn
-    # about the old switch, so it is only set for Humble).
-    if os.environ.get('ROS_DISTRO') == 'humble':
+    # about the old switch at every init, ahead of a child's first line of output, so it is
+    # only set for Humble).
+    if (os.environ.get('ROS_DISTRO') if distro is None else distro) == 'humble':
         return {'ROS_LOCALHOST_ONLY': '1', 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'}
     return {'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'}
+
+
+def join_private_domain(distro: str | None = None) -> None:
+    """
+    Put this process on a ROS domain of its own (unless ROS_DOMAIN_ID is set), on loopback.
+
+    Call it before the first rclpy context exists: DDS reads these when that is created.
+    """
+    os.environ.setdefault('ROS_DOMAIN_ID', str(random_domain_id()))
+    os.environ.pop('ROS_LOCALHOST_ONLY', None)
+    os.environ.update(localhost_discovery(distro))
 
 
 def child_env(*extra_paths: str | os.PathLike[str], **env: str) -> dict[str, str]:
