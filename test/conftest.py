@@ -13,9 +13,9 @@ import tempfile
 
 from fixtures_gateway import *  # noqa: F401,F403
 import pytest
-from reliability import FaultMatrix
 from ros2_tools import ros_distro
 from sequence_ai_ros.harness.child_processes import join_private_domain
+from sequence_ai_ros.harness.fault_matrix import FaultMatrix
 
 # Before any rclpy context exists (none of the imports above makes one): DDS reads these when
 # the first is created.

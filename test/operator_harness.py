@@ -25,7 +25,6 @@ import time
 from diagnostic_msgs.msg import DiagnosticStatus
 import httpx
 from operator_robot import AuditedRobot
-from reliability import resident_kib
 from ros_harness import (
     commands_after,
     CONTROL_PERIOD_S,
@@ -46,6 +45,7 @@ from ros_harness import (
 )
 from sequence_ai_ros.faults import FaultProxy
 from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.harness.proc_stats import resident_kib
 from system.test_node_gateway_faults import first_hold
 from system.test_node_lifecycle_abuse import counts, no_growth, settle
 

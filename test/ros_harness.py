@@ -22,6 +22,7 @@ import time
 
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray
+from fixtures_gateway import gateway_fixture
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 from PIL import Image as PILImage
@@ -30,10 +31,10 @@ from rcl_interfaces.srv import GetParameters, SetParameters
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
-from reliability import open_sockets, thread_count
 from sensor_msgs.msg import CompressedImage, Image, JointState
 from sequence_ai_ros.gateway.process import GatewayProcess
 from sequence_ai_ros.harness.child_processes import child_env
+from sequence_ai_ros.harness.proc_stats import open_sockets, thread_count
 from sequence_ai_ros.harness.service_calls import call_service, change_state
 from sequence_ai_ros.node.params import PARAMETERS
 from sequence_ai_ros.sim.render import SceneRenderer
@@ -48,6 +49,7 @@ NAMES = list(arm_model.JOINT_NAMES) + [arm_model.GRIPPER_JOINT]
 RELIABLE = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
 NODE_KEY = 'seq_node_tests_key_0000000000001'
 NODE_ENV = {'SEQUENCES_API_KEY': NODE_KEY}
+NODE_GATEWAY_KEYS = {NODE_KEY: 10**6}
 NODE_SCALE = 0.2  # pi05-droid: 15 steps at 75 Hz, a 0.2 s chunk
 CONTROL_PERIOD_S = NODE_SCALE / 15
 
@@ -412,15 +414,25 @@ def wait_until(predicate, timeout, interval=0.02):
 
 # -- shared pieces of the node fault tests ---------------------------------------------------
 
-def start_node_gateway(latency_median_s=0.4, *args):
+def node_gateway_args(latency_median_s=0.4, *args):
     """
-    Start a warm gateway at NODE_SCALE keyed for NODE_KEY; the caller closes it.
+    Return the flags of a warm gateway at NODE_SCALE (NODE_GATEWAY_KEYS are its keys).
 
     `latency_median_s` is in model seconds (0.4 = 0.08 s here, room for a loaded machine).
     """
-    return GatewayProcess(['--time-scale', str(NODE_SCALE), '--start-warm',
-                           '--latency-median-s', str(latency_median_s), *args],
-                          keys={NODE_KEY: 10**6}).start()
+    return ['--time-scale', str(NODE_SCALE), '--start-warm', '--latency-median-s',
+            str(latency_median_s), *args]
+
+
+def start_node_gateway(latency_median_s=0.4, *args):
+    """Start a warm gateway at NODE_SCALE keyed for NODE_KEY; the caller closes it."""
+    return GatewayProcess(node_gateway_args(latency_median_s, *args),
+                          keys=NODE_GATEWAY_KEYS).start()
+
+
+def node_gateway_fixture(latency_median_s=0.4):
+    """Return a module's `gateway` fixture: start_node_gateway's gateway."""
+    return gateway_fixture(node_gateway_args(latency_median_s), keys=NODE_GATEWAY_KEYS)
 
 
 def is_hold(msg):

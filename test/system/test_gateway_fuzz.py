@@ -26,10 +26,11 @@ import httpx
 from hypothesis import strategies as st
 from PIL import Image
 import pytest
-from reliability import FaultRow, resident_kib
 import schemathesis
 from schemathesis.checks import positive_data_acceptance
 from sequence_ai_ros.gateway.app import OPENAPI_FILE
+from sequence_ai_ros.harness.fault_matrix import FaultRow
+from sequence_ai_ros.harness.proc_stats import resident_kib
 from sequence_ai_ros.world import arm_model
 
 FUZZ_KEY = 'seq_fuzz_key_for_schemathesis_0001'

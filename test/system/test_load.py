@@ -22,7 +22,6 @@ import warnings
 
 from fixtures_gateway import encode, TEST_DIR
 from PIL import Image
-from reliability import FaultRow, settled
 from sequence_ai_ros.client import (
     full_model_id,
     ImageFrame,
@@ -32,6 +31,7 @@ from sequence_ai_ros.client import (
     Transport,
 )
 from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.harness.fault_matrix import FaultRow, settled
 from sequence_ai_ros.harness.proc_stats import open_sockets, resident_kib, thread_count
 from sequence_ai_ros.harness.stamped_actions import (
     read_instruction,

@@ -8,9 +8,8 @@ import statistics
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
-from fixtures_gateway import TEST_DIR
+from fixtures_gateway import gateway_fixture, TEST_DIR
 import pytest
-from reliability import FaultRow
 from ros_harness import (
     CONTROL_PERIOD_S,
     is_final_rest,
@@ -23,6 +22,7 @@ from ros_harness import (
     wait_until,
 )
 from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.harness.fault_matrix import FaultRow
 from sequence_ai_ros.world import arm_model
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
@@ -33,12 +33,9 @@ SCALE = 0.2  # pi05-droid: 15 steps at 75 Hz, a 0.2 s chunk, ~0.16 s latency
 _names = (f'arm{i}' for i in itertools.count())
 
 
-@pytest.fixture(scope='module')
-def gateway():
-    """Latency 0.4 of a pi05-droid chunk: room for a loaded machine's jitter at this scale."""
-    with GatewayProcess(['--time-scale', str(SCALE), '--start-warm', '--latency-median-s',
-                         '0.4'], keys={KEY: 10**6}) as gw:
-        yield gw
+gateway = gateway_fixture(
+    ['--time-scale', str(SCALE), '--start-warm', '--latency-median-s', '0.4'], keys={KEY: 10**6},
+    doc="Latency 0.4 of a pi05-droid chunk: room for a loaded machine's jitter at this scale.")
 
 
 @pytest.fixture(scope='module')

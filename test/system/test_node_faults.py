@@ -22,7 +22,6 @@ import time
 from diagnostic_msgs.msg import DiagnosticStatus
 from PIL import Image as PILImage
 import pytest
-from reliability import FaultRow
 from ros_harness import (
     commands_after,
     CONTROL_PERIOD_S,
@@ -32,6 +31,7 @@ from ros_harness import (
     MOTION,
     moving_after,
     NODE_ENV,
+    node_gateway_fixture,
     node_parameters,
     outcome_after,
     PolicyNodeProcess,
@@ -40,10 +40,10 @@ from ros_harness import (
     running_node,
     RunningNode,
     settled_counts,
-    start_node_gateway,
     wait_until,
 )
 from sensor_msgs.msg import CompressedImage, Image, JointState
+from sequence_ai_ros.harness.fault_matrix import FaultRow
 from std_msgs.msg import String
 
 ERROR = DiagnosticStatus.ERROR
@@ -54,11 +54,7 @@ JOINT_PERIOD_S, CAMERA_PERIOD_S = 1 / 50, 1 / 10  # the Robot's publishing rates
 TOPICS = ['camera/exterior/image_raw', 'camera/wrist/image_raw/compressed']
 
 
-@pytest.fixture(scope='module')
-def gateway():
-    gw = start_node_gateway(0.4)
-    yield gw
-    gw.close()
+gateway = node_gateway_fixture(0.4)
 
 
 @pytest.fixture(scope='module')

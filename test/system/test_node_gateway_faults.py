@@ -24,7 +24,6 @@ from diagnostic_msgs.msg import DiagnosticStatus
 from fixtures_gateway import act_body
 import httpx
 import pytest
-from reliability import FaultRow
 from ros_harness import (
     commands_after,
     CONTROL_PERIOD_S,
@@ -35,6 +34,7 @@ from ros_harness import (
     MOTION,
     moving_after,
     NODE_ENV,
+    node_gateway_fixture,
     NODE_KEY,
     node_parameters,
     NODE_SCALE,
@@ -44,7 +44,6 @@ from ros_harness import (
     running_node,
     RunningNode,
     settled_counts,
-    start_node_gateway,
     status_values,
     statuses_after,
     wait_until,
@@ -52,6 +51,7 @@ from ros_harness import (
 from sequence_ai_ros.client import CertificateError
 from sequence_ai_ros.faults import FaultProxy
 from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.harness.fault_matrix import FaultRow
 from sequence_ai_ros.node.diagnostics import build_statuses, error_kind, Health
 
 OK, WARN, ERROR = DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR
@@ -66,11 +66,7 @@ CAMERA_PERIOD_S = 1 / 10  # the Robot's camera rate
 PLAN_S = 3 * NODE_SCALE
 
 
-@pytest.fixture(scope='module')
-def gateway():
-    gw = start_node_gateway(0.4)
-    yield gw
-    gw.close()
+gateway = node_gateway_fixture(0.4)
 
 
 @pytest.fixture(scope='module')

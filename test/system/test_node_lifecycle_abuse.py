@@ -15,7 +15,6 @@ import subprocess
 import time
 
 import pytest
-from reliability import FaultRow
 from ros_harness import (
     commands_after,
     CONTROL_PERIOD_S,
@@ -24,6 +23,7 @@ from ros_harness import (
     log_faults,
     moving_after,
     NODE_ENV,
+    node_gateway_fixture,
     NODE_KEY,
     node_parameters,
     outcome_after,
@@ -34,6 +34,7 @@ from ros_harness import (
     tcp_sockets,
     wait_until,
 )
+from sequence_ai_ros.harness.fault_matrix import FaultRow
 
 MARGIN_S = 0.5
 LATENCY_MODEL_S = 2.5  # 0.5 s at scale 0.2
@@ -46,11 +47,7 @@ CYCLES = 100
 POOL_CONNECTIONS = 4
 
 
-@pytest.fixture(scope='module')
-def gateway():
-    gw = start_node_gateway(LATENCY_MODEL_S)
-    yield gw
-    gw.close()
+gateway = node_gateway_fixture(LATENCY_MODEL_S)
 
 
 @pytest.fixture(scope='module')

@@ -15,6 +15,7 @@ import signal
 import time
 
 from builtin_interfaces.msg import Duration
+from fixtures_gateway import gateway_fixture
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 import numpy as np
@@ -25,7 +26,6 @@ from ros_harness import NODE_ENV, NODE_KEY, PolicyNodeProcess, RELIABLE, wait_un
 from sensor_msgs.msg import JointState
 from sequence_ai_ros.demo.configs import config_file, find_config
 from sequence_ai_ros.demo.controllers import controller_setup
-from sequence_ai_ros.gateway.process import GatewayProcess
 from sequence_ai_ros.harness.service_calls import call_service, change_state
 from sequence_ai_ros.node.arm_output import FINAL_REST_S, hold_trajectory, plan_trajectory
 from sequence_ai_ros.node.commands import Command
@@ -157,13 +157,9 @@ class Loop:
         return float(np.linalg.norm(recent[-1][1] - recent[0][1]) / (recent[-1][0] - recent[0][0]))
 
 
-@pytest.fixture(scope='module')
-def gateway():
-    """Yield a warm gateway in real time (pi05-droid at its own 15 Hz), keyed for the node."""
-    process = GatewayProcess(['--time-scale', '1.0', '--start-warm', '--latency-median-s',
-                              '0.3'], keys={NODE_KEY: 10**6}).start()
-    yield process
-    process.close()
+gateway = gateway_fixture(
+    ['--time-scale', '1.0', '--start-warm', '--latency-median-s', '0.3'], keys={NODE_KEY: 10**6},
+    doc='A warm gateway in real time (pi05-droid at its own 15 Hz), keyed for the node.')
 
 
 @pytest.fixture(scope='module', params=['trajectory_plan', 'trajectory_stream'])

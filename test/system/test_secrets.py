@@ -27,7 +27,6 @@ from fixtures_gateway import act_body, start_gateway, TEST_DIR
 import httpx
 import observations as obs_module
 import pytest
-from reliability import FaultRow
 from ros_harness import (
     node_parameters,
     outcome_after,
@@ -39,6 +38,7 @@ from ros_harness import (
 import sequence_ai_ros as sai
 from sequence_ai_ros.client import write_credentials_file
 from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.harness.fault_matrix import FaultRow
 
 # -- helpers for every part ---------------------------------------------------------------------
 

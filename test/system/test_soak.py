@@ -5,19 +5,24 @@ The chaos soak, short: SHORT_MINUTES of randomized faults over one policy node.
 is injected (network faults through the FaultProxy, the gateway killed, frozen with SIGSTOP or
 restarted cold, bad and stale inputs, the safety gate, the hold service absent or refusing,
 lifecycle calls and bad calls) and what is checked all along. The schedule's seed is drawn and
-printed; SEQUENCE_AI_ROS_SOAK_SEED replays it.
+printed; SEQUENCE_AI_ROS_SOAK_SEED replays it. scripts/soak.py runs this test for longer
+(SEQUENCE_AI_ROS_SOAK_MINUTES) and reads its report from SEQUENCE_AI_ROS_SOAK_REPORT.
 """
 
+import json
 import os
+from pathlib import Path
 import random
 
+from sequence_ai_ros.harness.soak_report import table
 from soak_harness import soak
-from soak_report import table
 
 from system.test_node_lifecycle_abuse import no_growth
 
 SHORT_MINUTES = 1.0
 SEED_ENV = 'SEQUENCE_AI_ROS_SOAK_SEED'
+MINUTES_ENV = 'SEQUENCE_AI_ROS_SOAK_MINUTES'
+REPORT_ENV = 'SEQUENCE_AI_ROS_SOAK_REPORT'
 RSS_GROWTH_KIB = 32 * 1024
 
 
@@ -25,7 +30,10 @@ def test_a_short_soak_keeps_every_invariant(ros):
     seed = int(os.environ.get(SEED_ENV) or random.SystemRandom().randrange(1, 10**6))
     where = f'seed {seed} (replay with {SEED_ENV}={seed})'
     print(f'soak: {where}')
-    report = soak(ros, SHORT_MINUTES, seed)
+    report = soak(ros, float(os.environ.get(MINUTES_ENV) or SHORT_MINUTES), seed)
+    if os.environ.get(REPORT_ENV):  # before the assertions: a failed soak is reported too
+        Path(os.environ[REPORT_ENV]).write_text(json.dumps(report, indent=1) + '\n',
+                                                encoding='utf-8')
     print(table(report))
     assert report['unsafe_commands'] == 0, (where, report['unsafe'])
     assert report['holds_late'] == 0, (where, report['late'])
@@ -44,7 +52,13 @@ def test_rewriting_the_fault_matrix_keeps_the_soak_section():
     import importlib.util
     from pathlib import Path
 
-    from soak_report import BEGIN, END, keep_section, replace_section, section
+    from sequence_ai_ros.harness.soak_report import (
+        BEGIN,
+        END,
+        keep_section,
+        replace_section,
+        section,
+    )
     script = Path(__file__).resolve().parents[2] / 'scripts' / 'reliability_matrix.py'
     spec = importlib.util.spec_from_file_location('reliability_matrix', script)
     matrix = importlib.util.module_from_spec(spec)

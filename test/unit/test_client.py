@@ -6,7 +6,7 @@ import threading
 import time
 import warnings
 
-from fixtures_gateway import TEST_DIR
+from fixtures_gateway import gateway_fixture, TEST_DIR
 from observations import observation
 import pytest
 import sequence_ai_ros as sai
@@ -27,19 +27,12 @@ def accept(action):
     return True
 
 
-@pytest.fixture(scope='module')
-def gateway():
-    with GatewayProcess(['--time-scale', str(SCALE), '--start-warm'],
-                        keys={KEY: 100000, POOR_KEY: 1}) as process:
-        yield process
-
-
-@pytest.fixture(scope='module')
-def fast_gateway():
-    """Latency a third of a pi05-droid chunk: prefetch must never underrun here."""
-    with GatewayProcess(['--time-scale', str(SCALE), '--start-warm', '--latency-median-s', '0.3'],
-                        keys={KEY: 100000}) as process:
-        yield process
+gateway = gateway_fixture(['--time-scale', str(SCALE), '--start-warm'],
+                          keys={KEY: 100000, POOR_KEY: 1})
+fast_gateway = gateway_fixture(
+    ['--time-scale', str(SCALE), '--start-warm', '--latency-median-s', '0.3'],
+    name='fast_gateway', keys={KEY: 100000},
+    doc='Latency a third of a pi05-droid chunk: prefetch must never underrun here.')
 
 
 @pytest.fixture(scope='module')

@@ -12,10 +12,11 @@ import time
 from fixtures_gateway import MAIN_KEY, TEST_DIR
 from observations import observation
 import pytest
-from reliability import FaultRow, open_sockets, settled
 import sequence_ai_ros as sai
 from sequence_ai_ros.faults import FaultProxy
 from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.harness.fault_matrix import FaultRow, settled
+from sequence_ai_ros.harness.proc_stats import open_sockets
 
 KEY = 'seq_client_fault_tests_key_000001'
 OBS = observation()

@@ -1,10 +1,10 @@
 """PlaybackOptions (one set of playback defaults and checks) and the PolicyObserver hook."""
 
+from fixtures_gateway import gateway_fixture
 from observations import observation
 import pytest
 import sequence_ai_ros as sai
 from sequence_ai_ros.client import blend_weight, ChunkEngine, PlaybackOptions
-from sequence_ai_ros.gateway.process import GatewayProcess
 
 KEY = 'seq_playback_tests_key_00000001'
 OBS = observation()
@@ -14,10 +14,7 @@ def accept(action):
     return True
 
 
-@pytest.fixture(scope='module')
-def gateway():
-    with GatewayProcess(['--time-scale', '0.2', '--start-warm'], keys={KEY: 100000}) as process:
-        yield process
+gateway = gateway_fixture(['--time-scale', '0.2', '--start-warm'], keys={KEY: 100000})
 
 
 def connect(gateway, model='pi05-droid', **kwargs):

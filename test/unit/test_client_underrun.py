@@ -14,12 +14,12 @@ import signal
 import threading
 import time
 
-from fixtures_gateway import act_body
+from fixtures_gateway import act_body, gateway_fixture
 from observations import observation
 import pytest
 import sequence_ai
 import sequence_ai_ros as sai
-from sequence_ai_ros.gateway.process import free_port, GatewayProcess
+from sequence_ai_ros.gateway.process import free_port
 
 KEY = 'seq_client_underrun_tests_key_0001'
 SCALE = 0.5  # pi05-droid: 15 steps at 30 Hz, a 0.5 s chunk; latency median 0.15 s
@@ -35,11 +35,8 @@ MARGIN_S = 0.25
 pytestmark = pytest.mark.filterwarnings('ignore:append joining:RuntimeWarning')
 
 
-@pytest.fixture(scope='module')
-def gateway():
-    with GatewayProcess(['--time-scale', str(SCALE), '--start-warm', '--latency-median-s', '0.3'],
-                        keys={KEY: 100000}) as process:
-        yield process
+gateway = gateway_fixture(
+    ['--time-scale', str(SCALE), '--start-warm', '--latency-median-s', '0.3'], keys={KEY: 100000})
 
 
 class Outage:

@@ -25,7 +25,6 @@ import random
 
 from hypothesis import event, example, given, HealthCheck, settings
 from hypothesis import strategies as st
-from reliability import FaultRow
 from sequence_ai_ros.client import (
     ActionChunk,
     blend_weight,
@@ -37,6 +36,7 @@ from sequence_ai_ros.client import (
     quantile,
 )
 from sequence_ai_ros.contract.action_spaces import is_absolute_space
+from sequence_ai_ros.harness.fault_matrix import FaultRow
 
 # Derandomized: the same runs every time (a failure reproduces); 1000 runs take a few seconds.
 EXAMPLES = 1000

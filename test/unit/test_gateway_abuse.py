@@ -27,7 +27,7 @@ import httpx
 import numpy as np
 from PIL import Image
 import pytest
-from reliability import FaultRow
+from sequence_ai_ros.harness.fault_matrix import FaultRow
 
 ABUSE_KEY = 'seq_abuse_key_for_gateway_tests_0001'
 AUTH = {'Authorization': f'Bearer {ABUSE_KEY}'}

@@ -7,19 +7,13 @@ variable is set, which `scripts/reliability_matrix.py` does; the test's own pass
 the row's `survived` column, so a row can never claim more than its assertions proved.
 """
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 import json
 import os
 from pathlib import Path
 import threading
 import time
-
-# What a process holds, read from /proc: the test files import them from here.
-from sequence_ai_ros.harness.proc_stats import (  # noqa: F401
-    open_sockets,
-    resident_kib,
-    thread_count,
-)
 
 OUT_ENV = 'SEQUENCE_AI_ROS_RELIABILITY_OUT'
 AREAS = ('network', 'gateway', 'malformed answer', 'ROS input', 'hold service', 'lifecycle',
@@ -72,7 +66,7 @@ class FaultMatrix:
 _WRITE_LOCK = threading.Lock()
 
 
-def settled(count, limit: int, timeout_s: float = 10.0) -> int:
+def settled(count: Callable[[], int], limit: int, timeout_s: float = 10.0) -> int:
     """
     Poll `count()` until it is at most `limit` or the timeout passes; return the last count.
 
