@@ -38,7 +38,8 @@ def pytest_runtest_makereport(item, call):
 @pytest.fixture(scope='module')
 def ros():
     """Yield the test's own rclpy context, spinning on a thread; one per test module."""
-    from ros_harness import RosSide  # here, so client-only test runs never load rclpy
+    # Imported here, so runs of test/unit never load rclpy.
+    from sequence_ai_ros.harness.ros_side import RosSide
     side = RosSide()
     yield side
     side.close()

@@ -5,6 +5,7 @@ Instruments for tests, benchmarks and the demo; the node and the client never im
   fault_matrix      the rows of docs/RELIABILITY.md the fault tests record
   proc_stats        what /proc says: CPU time, machine busy, memory, threads, sockets, renice
   report            markdown tables
+  ros_side          a private rclpy context and node, spun on a thread
   scripted_robot    a robot over DDS: joint states, camera frames, a hold service
   soak_report       the soak's table and its section of docs/RELIABILITY.md
   service_calls     a ROS service call with a deadline; lifecycle changes that survive a lost reply

@@ -31,10 +31,10 @@ from ros_harness import (
     process_counts,
     Robot,
     start_node_gateway,
-    tcp_sockets,
     wait_until,
 )
 from sequence_ai_ros.harness.fault_matrix import FaultRow
+from sequence_ai_ros.harness.proc_stats import tcp_sockets
 
 MARGIN_S = 0.5
 LATENCY_MODEL_S = 2.5  # 0.5 s at scale 0.2

@@ -32,13 +32,13 @@ from ros_harness import (
     outcome_after,
     PolicyNodeProcess,
     Robot,
-    RosSide,
     wait_until,
 )
 import sequence_ai_ros as sai
 from sequence_ai_ros.client import write_credentials_file
 from sequence_ai_ros.gateway.process import GatewayProcess
 from sequence_ai_ros.harness.fault_matrix import FaultRow
+from sequence_ai_ros.harness.ros_side import RosSide
 
 # -- helpers for every part ---------------------------------------------------------------------
 
