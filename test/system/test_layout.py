@@ -1,8 +1,12 @@
-"""The package tree as docs/DEVELOPMENT.md says, small modules, executables that cannot collide."""
+"""The package and test trees as docs/DEVELOPMENT.md says, small modules, distinct executables."""
 
 import ast
 from pathlib import Path
 import re
+import subprocess
+import sys
+
+from sequence_ai_ros.harness.child_processes import child_env
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / 'sequence_ai_ros'
@@ -131,3 +135,32 @@ def test_every_executable_is_named_for_the_package():
     scripts = re.findall(r"'([\w-]+) = sequence_ai_ros\.", setup)
     assert scripts and all(s.startswith(('sequence_ai_', 'sequence-ai-')) for s in scripts), \
         scripts
+
+
+def test_every_test_file_is_in_one_of_the_three_folders():
+    test = REPO / 'test'
+    astray = sorted(p.relative_to(REPO).as_posix() for p in test.rglob('test_*.py')
+                    if p.parent.name not in ('unit', 'ros', 'system') or p.parent.parent != test)
+    assert not astray, f'test/unit, test/ros or test/system, by what the file needs: {astray}'
+
+
+def test_the_wall_clock_files_are_system_tests():
+    from conftest import WALL_CLOCK_FILES
+    missing = sorted(name for name in WALL_CLOCK_FILES
+                     if not (REPO / 'test' / 'system' / name).is_file())
+    assert not missing, f'conftest.WALL_CLOCK_FILES names files not in test/system: {missing}'
+
+
+def test_the_unit_tests_load_nothing_of_ros():
+    """test/unit's rule (its __init__.py): its files and their support import no ROS."""
+    code = ('import importlib, sys\n'
+            'sys.path[:0] = [sys.argv[1]]\n'
+            'for name in sys.argv[2:]:\n'
+            '    importlib.import_module("unit." + name)\n'
+            'print(sorted(m for m in sys.modules if m.split(".")[0] == "rclpy"\n'
+            '             or m.split(".")[0].endswith(("_msgs", "_srvs"))))\n')
+    names = [p.stem for p in sorted((REPO / 'test' / 'unit').glob('test_*.py'))]
+    result = subprocess.run([sys.executable, '-c', code, str(REPO / 'test'), *names],
+                            capture_output=True, text=True, env=child_env(), timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == '[]', f'test/unit loads ROS: {result.stdout[:1000]}'
