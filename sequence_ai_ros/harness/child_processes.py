@@ -4,6 +4,7 @@ from collections.abc import Mapping, Sequence
 import os
 from pathlib import Path
 import random
+import signal
 import subprocess
 import sys
 
@@ -66,7 +67,7 @@ class ChildProcess:
     """One child (`python -m module args`), output to `log_path`, stopped politely then hard."""
 
     def __init__(self, name: str, module: str, args: Sequence[str], env: Mapping[str, str],
-                 log_path: Path) -> None:
+                 log_path: Path, cwd: str | os.PathLike[str] | None = None) -> None:
         self.name = name
         self.command = [sys.executable, '-m', module, *args]
         self.log_path = log_path
@@ -74,16 +75,16 @@ class ChildProcess:
         # A session of its own: Ctrl-C in the terminal reaches only the demo, which then stops
         # its children in order (the node first, so that it leaves the arm holding).
         self.proc = subprocess.Popen(self.command, env=dict(env), stdout=self._log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+                                     stderr=subprocess.STDOUT, start_new_session=True, cwd=cwd)
 
     def running(self) -> bool:
         """Return whether the process is alive."""
         return self.proc.poll() is None
 
-    def stop(self, timeout_s: float = 8.0) -> int:
-        """Send SIGTERM (the nodes treat it as Ctrl-C), then SIGKILL; return the exit code."""
+    def stop(self, timeout_s: float = 8.0, sig: int = signal.SIGTERM) -> int:
+        """Send `sig` (SIGTERM: the nodes treat it as Ctrl-C), then SIGKILL; return the code."""
         if self.proc.poll() is None:
-            self.proc.terminate()
+            self.proc.send_signal(sig)
             try:
                 self.proc.wait(timeout_s)
             except subprocess.TimeoutExpired:
