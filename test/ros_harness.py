@@ -31,6 +31,7 @@ from sensor_msgs.msg import CompressedImage, Image, JointState
 from sequence_ai_ros.gateway.process import GatewayProcess
 from sequence_ai_ros.harness.child_processes import child_env, ChildProcess
 from sequence_ai_ros.harness.proc_stats import open_sockets, thread_count
+from sequence_ai_ros.harness.scripted_robot import raw_frame
 from sequence_ai_ros.harness.service_calls import call_service, change_state
 from sequence_ai_ros.node.params import PARAMETERS
 from sequence_ai_ros.sim.render import SceneRenderer
@@ -267,9 +268,7 @@ class Robot:
                     messages.append(CompressedImage(format='jpeg',
                                                     data=array('B', buffer.getvalue())))
                     continue
-                messages.append(Image(height=pixels.shape[0], width=pixels.shape[1],
-                                      encoding='rgb8', step=pixels.shape[1] * 3,
-                                      data=array('B', pixels.tobytes())))
+                messages.append(raw_frame(pixels))
             self._frames = (q, messages)
         for index, (pub, msg) in enumerate(zip(self.image_pubs, self._frames[1])):
             msg = self.frame_overrides.get(index, msg)

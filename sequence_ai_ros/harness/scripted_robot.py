@@ -23,6 +23,12 @@ from std_srvs.srv import Trigger
 VIEWS = ('exterior', 'wrist')
 
 
+def raw_frame(pixels: Any) -> Image:
+    """Return an rgb8 sensor_msgs/Image of an (height, width, 3) uint8 array."""
+    return Image(height=pixels.shape[0], width=pixels.shape[1], encoding='rgb8',
+                 step=pixels.shape[1] * 3, data=pixels.tobytes())
+
+
 class ScriptedRobot:
     """Joint states and camera frames out, the hold service, lifecycle changes, per namespace."""
 
@@ -36,10 +42,7 @@ class ScriptedRobot:
         renderer = SceneRenderer(*size)
         self._frames = []
         for render in (renderer.exterior, renderer.wrist):
-            pixels = render(tuple(self.positions[:7]), target_xy)
-            self._frames.append(Image(height=pixels.shape[0], width=pixels.shape[1],
-                                      encoding='rgb8', step=pixels.shape[1] * 3,
-                                      data=pixels.tobytes()))
+            self._frames.append(raw_frame(render(tuple(self.positions[:7]), target_xy)))
         self._pubs: dict[str, tuple[Any, list[Any]]] = {}
         self._services: dict[str, Any] = {}
         self._change: dict[str, Any] = {}
