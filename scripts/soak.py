@@ -8,7 +8,8 @@ through the soak's own test (test/system/test_soak.py), run here for `--minutes`
 (the tests' set-up: a ROS domain of its own, loopback only; no rerun). It prints a table,
 writes the report as JSON, and with --doc replaces the soak section of that file. Exit status:
 0 when no command was unsafe, no hold late, no step failed and the node process is alive
-without a traceback; 1 otherwise.
+without a traceback; 1 otherwise (the test's own pass or fail is not the verdict: its counts
+and growth bounds are sized for its one-minute run).
 """
 
 import argparse
