@@ -26,7 +26,7 @@ class OpenpiServerProcess:
 
     @property
     def proc(self):
-        """The running (or last) server's Popen, None before the first start."""
+        """Return the running (or last) server's Popen, None before the first start."""
         return None if self.child is None else self.child.proc
 
     def start(self, timeout_s: float = 20.0) -> 'OpenpiServerProcess':

@@ -9,6 +9,16 @@ stored version; branch unverified) and src/parallel_gripper_action_controller_pa
 """
 
 import pytest
+from ros.test_sim_gripper_action import (
+    CLOSED,
+    DT,
+    Finger,
+    JOINT,
+    OPEN,
+    run,
+    run_until_outcome,
+    SPEED,
+)
 from sequence_ai_ros.sim.gripper_action import (
     controller_manager_type,
     GRIPPER_COMMAND_TYPE,
@@ -23,17 +33,6 @@ from sequence_ai_ros.sim.gripper_rules import (
     ParallelGripperAction,
     ParallelGripperSettings,
     SUCCEEDED,
-)
-
-from ros.test_sim_gripper_action import (
-    CLOSED,
-    DT,
-    Finger,
-    JOINT,
-    OPEN,
-    run,
-    run_until_outcome,
-    SPEED,
 )
 
 

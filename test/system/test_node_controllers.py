@@ -12,7 +12,6 @@ import pytest
 from ros2_tools import CONTROL_MSGS_MISSING
 from sequence_ai_ros.demo.controllers import default_gripper_interface
 from sequence_ai_ros.gateway.catalogue import load_catalogue
-
 from system.test_demo import demo
 
 HAS_CONTROL_MSGS = default_gripper_interface() == 'action'

@@ -11,7 +11,6 @@ from openpi_process import OpenpiServerProcess
 from openpi_server import TARGET
 from sequence_ai_ros.demo import runner
 from sequence_ai_ros.gateway.process import GatewayProcess
-
 from system.test_demo import demo
 
 

@@ -16,7 +16,6 @@ import random
 
 from sequence_ai_ros.harness.soak_report import table
 from soak_harness import soak
-
 from system.test_node_lifecycle_abuse import no_growth
 
 SHORT_MINUTES = 1.0
