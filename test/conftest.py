@@ -58,6 +58,7 @@ def fault_matrix(request):
 # wall-clock time. On two shared cores a neighbour's burst can delay a callback past any fixed
 # margin, so these get one rerun (pytest-rerunfailures); `-raR` prints every rerun, and
 # scripts/reliability_matrix.py runs them without reruns so the matrix shows every failure.
+# All are in test/system (test_layout checks).
 WALL_CLOCK_FILES = frozenset({
     'test_demo.py', 'test_load.py', 'test_node.py', 'test_node_faults.py',
     'test_node_controllers.py', 'test_node_gateway_faults.py', 'test_node_lifecycle_abuse.py',

@@ -2,8 +2,9 @@
 What Linux's /proc says about a process and the machine, for tests and benchmarks.
 
 CPU time (of a process, or of its main thread: the rclpy executor and every callback), how
-busy all cores were, resident memory, threads and sockets, the CPU model; and lowering the
-priority of a process one started. Every reader takes a pid or 'self'.
+busy all cores were, resident memory, threads and sockets (all, their inodes, TCP ones), the
+CPU model, the processes below one and whether one still runs; and lowering the priority of a
+process one started. Every reader of one process takes a pid or 'self'.
 """
 
 import os
