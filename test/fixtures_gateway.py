@@ -30,6 +30,10 @@ CLIENT_KEY = 'seq_published_client_key_0003'
 CLIENT_TWO_CREDIT_KEY = 'seq_published_client_two_0004'
 TEST_KEYS = {MAIN_KEY: 100000, TWO_CREDIT_KEY: 2, CLIENT_KEY: 1000, CLIENT_TWO_CREDIT_KEY: 2}
 AUTH = {'Authorization': f'Bearer {MAIN_KEY}'}
+# The policy node tests' gateway (ros_harness): keyed for NODE_KEY, at NODE_SCALE.
+NODE_KEY = 'seq_node_tests_key_0000000000001'
+NODE_GATEWAY_KEYS = {NODE_KEY: 10**6}
+NODE_SCALE = 0.2  # pi05-droid: 15 steps at 75 Hz, a 0.2 s chunk
 TEST_DIR = str(Path(__file__).resolve().parent)
 REPO_ROOT = str(Path(__file__).resolve().parents[1])
 
@@ -166,6 +170,29 @@ def http(gateway):
     """One keep-alive client on the main gateway, authorised with MAIN_KEY."""
     with httpx.Client(base_url=gateway.base_url, headers=AUTH, timeout=10.0) as client:
         yield client
+
+
+def node_gateway_args(latency_median_s: float = 0.4, *args: str) -> list[str]:
+    """
+    Return the flags of a warm gateway at NODE_SCALE (NODE_GATEWAY_KEYS are its keys).
+
+    `latency_median_s` is in model seconds (0.4 = 0.08 s here, room for a loaded machine).
+    """
+    return ['--time-scale', str(NODE_SCALE), '--start-warm', '--latency-median-s',
+            str(latency_median_s), *args]
+
+
+def start_node_gateway(latency_median_s: float = 0.4, *args: str) -> GatewayProcess:
+    """Start a warm gateway at NODE_SCALE keyed for NODE_KEY; the caller closes it."""
+    return GatewayProcess(node_gateway_args(latency_median_s, *args),
+                          keys=NODE_GATEWAY_KEYS).start()
+
+
+def node_gateway_fixture(latency_median_s: float = 0.4, name: str = 'gateway'):
+    """Return a module's fixture `name`: start_node_gateway's gateway."""
+    return gateway_fixture(node_gateway_args(latency_median_s), name=name,
+                           keys=NODE_GATEWAY_KEYS)
+
 
 
 open_gateway = gateway_fixture(['--time-scale', str(TIME_SCALE), '--start-warm'],

@@ -20,7 +20,7 @@ import time
 
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray
-from fixtures_gateway import gateway_fixture
+from fixtures_gateway import NODE_KEY, NODE_SCALE  # the node tests' gateway's
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 from PIL import Image as PILImage
@@ -28,7 +28,6 @@ from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import GetParameters, SetParameters
 from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import CompressedImage, Image, JointState
-from sequence_ai_ros.gateway.process import GatewayProcess
 from sequence_ai_ros.harness.child_processes import child_env, ChildProcess
 from sequence_ai_ros.harness.proc_stats import open_sockets, thread_count
 from sequence_ai_ros.harness.scripted_robot import raw_frame
@@ -44,10 +43,7 @@ import yaml
 REPO = str(Path(__file__).resolve().parents[1])
 NAMES = list(arm_model.JOINT_NAMES) + [arm_model.GRIPPER_JOINT]
 RELIABLE = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-NODE_KEY = 'seq_node_tests_key_0000000000001'
 NODE_ENV = {'SEQUENCES_API_KEY': NODE_KEY}
-NODE_GATEWAY_KEYS = {NODE_KEY: 10**6}
-NODE_SCALE = 0.2  # pi05-droid: 15 steps at 75 Hz, a 0.2 s chunk
 CONTROL_PERIOD_S = NODE_SCALE / 15
 
 
@@ -366,27 +362,6 @@ def wait_until(predicate, timeout, interval=0.02):
 
 
 # -- shared pieces of the node fault tests ---------------------------------------------------
-
-def node_gateway_args(latency_median_s=0.4, *args):
-    """
-    Return the flags of a warm gateway at NODE_SCALE (NODE_GATEWAY_KEYS are its keys).
-
-    `latency_median_s` is in model seconds (0.4 = 0.08 s here, room for a loaded machine).
-    """
-    return ['--time-scale', str(NODE_SCALE), '--start-warm', '--latency-median-s',
-            str(latency_median_s), *args]
-
-
-def start_node_gateway(latency_median_s=0.4, *args):
-    """Start a warm gateway at NODE_SCALE keyed for NODE_KEY; the caller closes it."""
-    return GatewayProcess(node_gateway_args(latency_median_s, *args),
-                          keys=NODE_GATEWAY_KEYS).start()
-
-
-def node_gateway_fixture(latency_median_s=0.4):
-    """Return a module's `gateway` fixture: start_node_gateway's gateway."""
-    return gateway_fixture(node_gateway_args(latency_median_s), keys=NODE_GATEWAY_KEYS)
-
 
 def is_hold(msg):
     """

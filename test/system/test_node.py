@@ -38,12 +38,10 @@ gateway = gateway_fixture(
     doc="Latency 0.4 of a pi05-droid chunk: room for a loaded machine's jitter at this scale.")
 
 
-@pytest.fixture(scope='module')
-def slow_gateway():
-    """Latency above a chunk: a refill-when-empty node underruns at every boundary."""
-    with GatewayProcess(['--time-scale', str(SCALE), '--start-warm', '--latency-median-s',
-                         '1.5'], keys={KEY: 10**6}) as gw:
-        yield gw
+slow_gateway = gateway_fixture(
+    ['--time-scale', str(SCALE), '--start-warm', '--latency-median-s', '1.5'],
+    name='slow_gateway', keys={KEY: 10**6},
+    doc='Latency above a chunk: a refill-when-empty node underruns at every boundary.')
 
 
 @pytest.fixture
@@ -482,12 +480,10 @@ def test_every_command_is_one_a_stock_controller_accepts(gateway, launch, mode):
     assert after[0][0] - stop_asked < CONTROL_PERIOD_S + 0.1
 
 
-@pytest.fixture(scope='module')
-def rtc_gateway():
-    """Latency well below every chunk at a time scale where the node's overheads stay small."""
-    with GatewayProcess(['--time-scale', '0.5', '--start-warm', '--latency-median-s', '0.15'],
-                        keys={KEY: 10**6}) as gw:
-        yield gw
+rtc_gateway = gateway_fixture(
+    ['--time-scale', '0.5', '--start-warm', '--latency-median-s', '0.15'], name='rtc_gateway',
+    keys={KEY: 10**6},
+    doc="Latency well below every chunk at a time scale where the node's overheads stay small.")
 
 
 @pytest.mark.parametrize('model', ['pi05-droid', 'cosmos3-edge-policy-droid', 'lingbot-va-5b',

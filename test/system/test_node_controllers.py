@@ -77,7 +77,7 @@ def test_the_stock_controllers_accept_every_command_and_the_arm_gets_there(
 @pytest.fixture(scope='module')
 def arm_and_gateway():
     """Yield a jazzy-default simulated arm in /cfg and a warm gateway for the nodes."""
-    from ros_harness import start_node_gateway
+    from fixtures_gateway import start_node_gateway
     from sim_process import SimProcess
     gateway = start_node_gateway()
     sim = SimProcess('/cfg', 'controller_distro:=jazzy')

@@ -20,6 +20,7 @@ import math
 import time
 
 from diagnostic_msgs.msg import DiagnosticStatus
+from fixtures_gateway import node_gateway_fixture
 from PIL import Image as PILImage
 import pytest
 from ros_harness import (
@@ -31,7 +32,6 @@ from ros_harness import (
     MOTION,
     moving_after,
     NODE_ENV,
-    node_gateway_fixture,
     node_parameters,
     outcome_after,
     PolicyNodeProcess,

@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticStatus
-from fixtures_gateway import act_body
+from fixtures_gateway import act_body, node_gateway_fixture
 import httpx
 import pytest
 from ros_harness import (
@@ -34,7 +34,6 @@ from ros_harness import (
     MOTION,
     moving_after,
     NODE_ENV,
-    node_gateway_fixture,
     NODE_KEY,
     node_parameters,
     NODE_SCALE,

@@ -171,9 +171,10 @@ def test_the_sim_refuses_a_type_no_plugin_provides_and_an_interface_it_lacks(ros
 
 def _episode(ros, namespace, sim_params, node_params, timeout_s=60.0):
     """Run one episode of a policy node against a sim_arm; return (outcome, node log, sim log)."""
+    from fixtures_gateway import start_node_gateway
     from lifecycle_msgs.msg import Transition
     from lifecycle_msgs.srv import ChangeState, GetState
-    from ros_harness import NODE_ENV, node_parameters, PolicyNodeProcess, start_node_gateway
+    from ros_harness import NODE_ENV, node_parameters, PolicyNodeProcess
     from sequence_ai_ros.demo.configs import find_config
     from sequence_ai_ros.harness.service_calls import change_state
     from sim_process import SimProcess

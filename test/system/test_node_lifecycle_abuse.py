@@ -14,6 +14,7 @@ import signal
 import subprocess
 import time
 
+from fixtures_gateway import node_gateway_fixture
 import pytest
 from ros_harness import (
     commands_after,
@@ -23,14 +24,12 @@ from ros_harness import (
     log_faults,
     moving_after,
     NODE_ENV,
-    node_gateway_fixture,
     NODE_KEY,
     node_parameters,
     outcome_after,
     PolicyNodeProcess,
     process_counts,
     Robot,
-    start_node_gateway,
     wait_until,
 )
 from sequence_ai_ros.harness.fault_matrix import FaultRow
@@ -257,11 +256,7 @@ def test_shutdown_transition_while_active(node, gateway, fault_matrix):
     healthy(process)
 
 
-@pytest.fixture(scope='module')
-def long_gateway():
-    gw = start_node_gateway(LONG_LATENCY_MODEL_S)
-    yield gw
-    gw.close()
+long_gateway = node_gateway_fixture(LONG_LATENCY_MODEL_S, name='long_gateway')
 
 
 @pytest.mark.parametrize('signum', [signal.SIGINT, signal.SIGTERM], ids=['SIGINT', 'SIGTERM'])

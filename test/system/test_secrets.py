@@ -23,7 +23,7 @@ import stat
 import traceback
 from urllib.parse import quote
 
-from fixtures_gateway import act_body, start_gateway, TEST_DIR
+from fixtures_gateway import act_body, gateway_fixture, TEST_DIR, TIME_SCALE
 import httpx
 import observations as obs_module
 import pytest
@@ -102,14 +102,11 @@ SENT = (*GATEWAY_KEYS, *NEAR_MISSES)
 MASK = re.compile(r'^seq_…([^\s]{4}|#\d+)$')
 
 
-@pytest.fixture(scope='module')
-def secrets_gateway():
-    """Run a keyed gateway at debug level serving fixtures_gateway.PluginPolicy (for 500s)."""
-    process = start_gateway(['--start-warm', '--log-level', 'debug', '--max-body-bytes',
-                             '300000', '--policy', 'fixtures_gateway:make_plugin_policy'],
-                            keys=GATEWAY_KEYS, import_paths=[TEST_DIR])
-    yield process
-    process.close()
+secrets_gateway = gateway_fixture(
+    ['--time-scale', str(TIME_SCALE), '--start-warm', '--log-level', 'debug',
+     '--max-body-bytes', '300000', '--policy', 'fixtures_gateway:make_plugin_policy'],
+    name='secrets_gateway', keys=GATEWAY_KEYS, import_paths=[TEST_DIR],
+    doc='A keyed gateway at debug level serving fixtures_gateway.PluginPolicy (for 500s).')
 
 
 def _bearer(key: str) -> dict[str, str]:

@@ -15,7 +15,7 @@ import socket
 import threading
 import time
 
-from fixtures_gateway import act_body
+from fixtures_gateway import act_body, node_gateway_fixture
 import httpx
 from openpi_process import OpenpiServerProcess
 import pytest
@@ -300,13 +300,7 @@ def test_sim_arm_signalled(ros, moment, signals):
 
 # -- the policy node ---------------------------------------------------------------------------
 
-@pytest.fixture(scope='module')
-def node_gateway():
-    from ros_harness import start_node_gateway
-
-    gateway = start_node_gateway()
-    yield gateway
-    gateway.close()
+node_gateway = node_gateway_fixture(name='node_gateway')
 
 
 # Twice: a terminal's Ctrl-C and launch's forwarded SIGINT, together (test_spin covers a second,

@@ -35,12 +35,10 @@ fast_gateway = gateway_fixture(
     doc='Latency a third of a pi05-droid chunk: prefetch must never underrun here.')
 
 
-@pytest.fixture(scope='module')
-def half_speed_gateway():
-    """Time scale 0.5: scheduling noise on a loaded 2-core box stays small against the margin."""
-    with GatewayProcess(['--time-scale', '0.5', '--start-warm', '--latency-median-s', '0.3'],
-                        keys={KEY: 100000}) as process:
-        yield process
+half_speed_gateway = gateway_fixture(
+    ['--time-scale', '0.5', '--start-warm', '--latency-median-s', '0.3'],
+    name='half_speed_gateway', keys={KEY: 100000},
+    doc='Time scale 0.5: scheduling noise on a loaded 2-core box stays small against the margin.')
 
 
 def connect(gateway, model='pi05-droid', **kwargs):

@@ -9,7 +9,7 @@ import math
 import threading
 import time
 
-from fixtures_gateway import MAIN_KEY, TEST_DIR
+from fixtures_gateway import gateway_fixture, MAIN_KEY, TEST_DIR
 from observations import observation
 import pytest
 import sequence_ai_ros as sai
@@ -116,11 +116,9 @@ def test_a_server_error_on_every_call_is_raised_after_the_retries_and_holds(faul
 
 # -- the network, through FaultProxy -----------------------------------------------------------
 
-@pytest.fixture(scope='module')
-def warm_gateway():
-    """Serve pi05-droid at 0.2 time scale: a 1.0 s chunk plays in 0.2 s, latency ~0.16 s."""
-    with GatewayProcess(['--time-scale', '0.2', '--start-warm'], keys={KEY: 100000}) as process:
-        yield process
+warm_gateway = gateway_fixture(
+    ['--time-scale', '0.2', '--start-warm'], name='warm_gateway', keys={KEY: 100000},
+    doc='pi05-droid at 0.2 time scale: a 1.0 s chunk plays in 0.2 s, latency ~0.16 s.')
 
 
 @pytest.fixture

@@ -12,7 +12,15 @@ it, and falls back against a server whose policy ignores the prefix.
 
 import warnings
 
-from fixtures_gateway import act_body, integrate, MODELS, raw_json, TEST_DIR, TIME_SCALE
+from fixtures_gateway import (
+    act_body,
+    gateway_fixture,
+    integrate,
+    MODELS,
+    raw_json,
+    TEST_DIR,
+    TIME_SCALE,
+)
 import httpx
 import numpy as np
 from observations import observation
@@ -21,7 +29,6 @@ import sequence_ai_ros as sai
 from sequence_ai_ros.client import PREFIX_TOLERANCE
 from sequence_ai_ros.gateway.catalogue import load_catalogue
 from sequence_ai_ros.gateway.prefix import prefix_weights
-from sequence_ai_ros.gateway.process import GatewayProcess
 from sequence_ai_ros.world import arm_model
 
 HOME = arm_model.HOME
@@ -181,19 +188,13 @@ def test_soft_mask_weights_are_kinetix_exp_schedule():
 
 # -- plug-ins ------------------------------------------------------------------------------------
 
-@pytest.fixture(scope='module')
-def echo_gateway():
-    with GatewayProcess(['--time-scale', '0.02', '--start-warm', '--policy', 'rtc_plugins:echo'],
-                        import_paths=[TEST_DIR]) as process:
-        yield process
-
-
-@pytest.fixture(scope='module')
-def ignoring_gateway():
-    with GatewayProcess(['--time-scale', str(RUN_SCALE), '--start-warm', '--scenario', 'fast',
-                         '--policy', 'rtc_plugins:ignoring'], import_paths=[TEST_DIR],
-                        keys={RUN_KEY: 100000}) as process:
-        yield process
+echo_gateway = gateway_fixture(
+    ['--time-scale', '0.02', '--start-warm', '--policy', 'rtc_plugins:echo'],
+    name='echo_gateway', import_paths=[TEST_DIR])
+ignoring_gateway = gateway_fixture(
+    ['--time-scale', str(RUN_SCALE), '--start-warm', '--scenario', 'fast', '--policy',
+     'rtc_plugins:ignoring'], name='ignoring_gateway', import_paths=[TEST_DIR],
+    keys={RUN_KEY: 100000})
 
 
 def test_a_plugin_gets_the_checked_options_and_its_answer_reports_them(echo_gateway):
@@ -219,12 +220,10 @@ def test_a_plugin_that_does_not_honour_prefixes_is_not_reported_as_using_one(ign
 
 # -- run(join='rtc') through the gateway -------------------------------------------------------
 
-@pytest.fixture(scope='module')
-def fast_gateway():
-    """Serve the 'fast' scenario: p99 latency below every profile's chunk, where RTC joins."""
-    with GatewayProcess(['--time-scale', str(RUN_SCALE), '--start-warm', '--scenario', 'fast',
-                         '--seed', '5'], keys={RUN_KEY: 100000}) as process:
-        yield process
+fast_gateway = gateway_fixture(
+    ['--time-scale', str(RUN_SCALE), '--start-warm', '--scenario', 'fast', '--seed', '5'],
+    name='fast_gateway', keys={RUN_KEY: 100000},
+    doc="The 'fast' scenario: p99 latency below every profile's chunk, where RTC joins.")
 
 
 class Arm:
