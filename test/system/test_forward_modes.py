@@ -14,18 +14,14 @@ than the first chunk, and trajectory_plan shows it at the same step.
 
 import os
 
-from forward_episode import run, start_gateway, steps_past_the_limit
+from fixtures_gateway import gateway_fixture
+from forward_episode import gateway_args, GATEWAY_OPTIONS, run, start_gateway, steps_past_the_limit
 import numpy as np
 import pytest
 from sequence_ai_ros.harness.child_processes import random_domain_id
 from sequence_ai_ros.world import arm_model
 
-
-@pytest.fixture(scope='module')
-def gateway():
-    process = start_gateway()
-    yield process
-    process.close()
+gateway = gateway_fixture(gateway_args(), **GATEWAY_OPTIONS)
 
 
 @pytest.fixture(scope='module')
