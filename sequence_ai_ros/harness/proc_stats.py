@@ -150,17 +150,22 @@ def alive(pids: set[int]) -> set[int]:
     return {pid for pid in pids if (process_stat(pid) or ('Z',))[0] != 'Z'}
 
 
-def socket_inodes(pid: Pid = 'self') -> set[str]:
-    """Return the inodes of the sockets a process has open (how /proc/net names them)."""
-    inodes = set()
+def _socket_fds(pid: Pid) -> list[str]:
+    """Return the socket inode of each socket descriptor a process has open (one per fd)."""
+    inodes = []
     for entry in Path(f'/proc/{pid}/fd').iterdir():
         try:
             target = os.readlink(entry)
         except OSError:  # closed between listing and reading
             continue
         if target.startswith('socket:['):
-            inodes.add(target[len('socket:['):-1])
+            inodes.append(target[len('socket:['):-1])
     return inodes
+
+
+def socket_inodes(pid: Pid = 'self') -> set[str]:
+    """Return the inodes of the sockets a process has open (how /proc/net names them)."""
+    return set(_socket_fds(pid))
 
 
 def tcp_sockets(pid: Pid = 'self') -> int:
@@ -176,4 +181,4 @@ def tcp_sockets(pid: Pid = 'self') -> int:
         except OSError:
             continue
         inodes.update(line.split()[9] for line in lines if len(line.split()) > 9)
-    return len(socket_inodes(pid) & inodes)
+    return sum(inode in inodes for inode in _socket_fds(pid))
