@@ -22,18 +22,16 @@ PYTEST_ARGS ?=
 DURATIONS ?= --durations=25
 TESTS ?= test
 # On Jazzy: every test file that imports rclpy or a ROS message package, or runs ROS nodes,
-# launch files or the ros2 CLI. The client, gateway, engine and lint tests do not depend on
-# the distribution and run once, in the Kilted venv.
-JAZZY_TESTS ?= $(addprefix test/test_,$(addsuffix .py, \
-	config_files demo diagnostic_analyzers forward_modes forward_output humble_api images \
-	interfaces launch node node_arm_output node_commands node_controllers node_diagnostics \
-	node_faults node_gateway_faults node_gripper_action node_guard node_inputs \
-	node_lifecycle_abuse node_record node_trajectory_modes openpi_ros operator_session params \
-	ros2_cli ros2_launch secrets sim_forward_command sim_gripper_action sim_joint_limits \
-	sim_jtc_node sim_node sim_parallel_gripper_action sim_parallel_gripper_rules \
-	sim_trajectory signal_exits soak spin))
+# launch files or the ros2 CLI: all of test/ros, and those of test/system and test/unit. The
+# client, gateway, engine and lint tests do not depend on the distribution and run once, in the
+# Kilted venv.
+JAZZY_TESTS ?= test/ros test/unit/test_images.py $(addprefix test/system/test_,$(addsuffix .py, \
+	demo forward_modes humble_api launch node node_controllers node_faults node_gateway_faults \
+	node_gripper_action node_lifecycle_abuse node_record node_trajectory_modes openpi_ros \
+	operator_session ros2_cli ros2_launch secrets signal_exits sim_joint_limits sim_jtc_node \
+	sim_node sim_parallel_gripper_action soak spin))
 # ROS 2 reached only through a sourced setup script, as on a robot: children must keep it.
-SOURCED_TESTS ?= test/test_spin.py test/test_node_lifecycle_abuse.py
+SOURCED_TESTS ?= test/system/test_spin.py test/system/test_node_lifecycle_abuse.py
 # Ubuntu 22.04's Python 3.10 (a pyenv build where the machine has one, else the PATH's).
 PYTHON310 ?= $(firstword $(wildcard $(shell pyenv root 2>/dev/null)/versions/3.10*/bin/python3.10) \
 	python3.10)
@@ -44,7 +42,7 @@ CLIENT_CORE := sequence_ai_ros/__init__.py sequence_ai_ros/client
 NODE_CORE := sequence_ai_ros/node sequence_ai_ros/runtime sequence_ai_ros/contract \
 	sequence_ai_ros/record sequence_ai_ros/world
 
-.PHONY: all venv venv-jazzy test test-fast test-kilted test-jazzy test-sourced test-jammy lint demo bench \
+.PHONY: all venv venv-jazzy test test-unit test-fast test-kilted test-jazzy test-sourced test-jammy lint demo bench \
 	reliability clean
 
 all: test
@@ -99,9 +97,14 @@ test-jazzy: venv-jazzy
 	@echo '== ROS 2 Jazzy (rclpy 7.1): the tests that use ROS'
 	$(PY_JAZZY) -m pytest $(JAZZY_TESTS) -q -raR $(DURATIONS) $(PYTEST_ARGS) || { rc=$$?; [ $$rc -eq 5 ] && echo 'no tests collected' || exit $$rc; }
 
-# The part a contributor runs while working (a few minutes): no nodes, loads, soaks or lints.
+# What a contributor runs while working. test-unit: no ROS at all (seconds); test-fast: that and
+# ROS in the test process (a few minutes); test/system, the processes, loads, soaks and lints,
+# comes with `make test`. test/*/__init__.py says the rule of each folder.
+test-unit: venv
+	$(PY) -m pytest test/unit -q -raR $(DURATIONS) $(PYTEST_ARGS)
+
 test-fast: venv
-	$(PY) -m pytest $(TESTS) -q -raR -m 'not system' $(DURATIONS) $(PYTEST_ARGS)
+	$(PY) -m pytest test/unit test/ros -q -raR $(DURATIONS) $(PYTEST_ARGS)
 
 # The node-spawning tests with ROS 2 only on PYTHONPATH/LD_LIBRARY_PATH (a sourced install).
 test-sourced:

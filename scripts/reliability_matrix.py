@@ -21,11 +21,10 @@ import tempfile
 import time
 from xml.etree import ElementTree
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / 'test'))
+from sequence_ai_ros.harness.fault_matrix import AREAS, OUT_ENV
+from sequence_ai_ros.harness.soak_report import keep_section
 
-from reliability import AREAS, OUT_ENV  # noqa: E402
-from soak_report import keep_section  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 _COLUMNS = ('case', 'what happened', 'time to hold (s)', 'commands after fault',
             'sockets before → after', 'threads before → after', 'survived')
@@ -33,7 +32,7 @@ _COLUMNS = ('case', 'what happened', 'time to hold (s)', 'commands after fault',
 
 def fault_test_files() -> list[str]:
     """Return the test files that record rows, whole: a case may build on the file's others."""
-    return sorted(str(path) for path in (REPO / 'test').glob('test_*.py')
+    return sorted(str(path) for path in (REPO / 'test').glob('*/test_*.py')
                   if 'fault_matrix' in path.read_text(encoding='utf-8'))
 
 

@@ -27,7 +27,7 @@ import sys
 import cached_venv
 
 REPO = cached_venv.REPO
-DEFAULT_TESTS = ('test/test_node.py', 'test/test_node_lifecycle_abuse.py')
+DEFAULT_TESTS = ('test/system/test_node.py', 'test/system/test_node_lifecycle_abuse.py')
 # What a sourced setup script decides; the caller's own values would blur the check.
 SOURCED = ('PYTHONPATH', 'LD_LIBRARY_PATH', 'AMENT_PREFIX_PATH', 'ROS_DISTRO',
            '_ROS_WHEELS_BOOTSTRAP_COMPLETE', 'VIRTUAL_ENV')

@@ -1,32 +1,30 @@
-"""Shared test set-up: each run gets its own ROS domain so parallel runs never cross-talk."""
+"""
+Shared test set-up: each run gets its own ROS domain so parallel runs never cross-talk.
+
+The tests sit in three folders by what they need (test/unit, test/ros, test/system: each
+folder's __init__.py says its rule); their support modules sit here in test/, importable from
+all three, as pytest puts this folder on sys.path (the folders are packages below it).
+"""
 
 import atexit
-from fnmatch import fnmatch
 import os
-import random
 import shutil
 import tempfile
 
 from fixtures_gateway import *  # noqa: F401,F403
 import pytest
-from reliability import FaultMatrix
 from ros2_tools import ros_distro
+from sequence_ai_ros.harness.child_processes import join_private_domain
+from sequence_ai_ros.harness.fault_matrix import FaultMatrix
 
 # Before any rclpy context exists (none of the imports above makes one): DDS reads these when
 # the first is created.
-os.environ.setdefault('ROS_DOMAIN_ID', str(random.SystemRandom().randint(1, 100)))
-os.environ['ROS_AUTOMATIC_DISCOVERY_RANGE'] = 'LOCALHOST'  # Iron and later
+join_private_domain(ros_distro())
 # Every node the tests start records its episodes (and ROS its logs) under ROS_HOME: one folder
 # per run, not the user's ~/.ros, removed at the end unless the caller chose one.
 if 'ROS_HOME' not in os.environ:
     os.environ['ROS_HOME'] = tempfile.mkdtemp(prefix='sequence_ai_ros_test_home_')
     atexit.register(shutil.rmtree, os.environ['ROS_HOME'], ignore_errors=True)
-# Humble knows only ROS_LOCALHOST_ONLY; Jazzy warns on it at every init, ahead of a child's
-# first line of output (test_spin reads that line), so it is set on Humble alone.
-if ros_distro() == 'humble':
-    os.environ['ROS_LOCALHOST_ONLY'] = '1'
-else:
-    os.environ.pop('ROS_LOCALHOST_ONLY', None)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -40,7 +38,8 @@ def pytest_runtest_makereport(item, call):
 @pytest.fixture(scope='module')
 def ros():
     """Yield the test's own rclpy context, spinning on a thread; one per test module."""
-    from ros_harness import RosSide  # here, so client-only test runs never load rclpy
+    # Imported here, so runs of test/unit never load rclpy.
+    from sequence_ai_ros.harness.ros_side import RosSide
     side = RosSide()
     yield side
     side.close()
@@ -59,6 +58,7 @@ def fault_matrix(request):
 # wall-clock time. On two shared cores a neighbour's burst can delay a callback past any fixed
 # margin, so these get one rerun (pytest-rerunfailures); `-raR` prints every rerun, and
 # scripts/reliability_matrix.py runs them without reruns so the matrix shows every failure.
+# All are in test/system (test_layout checks).
 WALL_CLOCK_FILES = frozenset({
     'test_demo.py', 'test_load.py', 'test_node.py', 'test_node_faults.py',
     'test_node_controllers.py', 'test_node_gateway_faults.py', 'test_node_lifecycle_abuse.py',
@@ -68,40 +68,23 @@ WALL_CLOCK_FILES = frozenset({
 WALL_CLOCK_RERUNS = 1
 
 
-# Files that start nodes, simulated arms or many processes, run long loads, or lint and
-# resolve the whole tree: `-m "not system"` (`make test-fast`) leaves the part a contributor
-# runs in a few minutes (client, engine, gateway, pure node and sim rules).
-SYSTEM_FILES = ('test_node.py', 'test_node_controllers.py', 'test_node_*faults.py',
-                'test_node_lifecycle_abuse.py', 'test_operator_session.py', 'test_soak.py',
-                'test_load.py', 'test_demo.py', 'test_ray_*.py', 'test_*_node.py',
-                'test_forward_modes.py', 'test_openpi_ros.py', 'test_ros2_*.py', 'test_spin.py',
-                'test_gateway_fuzz.py', 'test_lint_ros_style.py', 'test_rosdep.py',
-                'test_colcon_build.py', 'test_signal_exits.py', 'test_node_record.py',
-                'test_node_gripper_action.py', 'test_sim_parallel_gripper_action.py',
-                'test_node_trajectory_modes.py')
-
-
 def pytest_configure(config):
     config.addinivalue_line(
         'markers', 'fault_matrix: records a row of docs/RELIABILITY.md (auto-applied)')
     config.addinivalue_line(
         'markers', 'wall_clock: times real processes over DDS; rerun once on failure '
                    '(auto-applied)')
-    config.addinivalue_line(
-        'markers', 'system: starts nodes or many processes, or runs long (auto-applied)')
     # launch_testing's own marker: its plugin is off here (setup.cfg), launch_test reads it.
     config.addinivalue_line(
         'markers', 'launch_test: a launch_testing description (run by launch_test)')
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark matrix tests (`-m fault_matrix` reruns just those), system and wall-clock tests."""
+    """Mark matrix tests (`-m fault_matrix` reruns just those) and wall-clock tests."""
     rerun = config.pluginmanager.hasplugin('rerunfailures')
     for item in items:
         if 'fault_matrix' in getattr(item, 'fixturenames', ()):
             item.add_marker(pytest.mark.fault_matrix)
-        if any(fnmatch(item.path.name, pattern) for pattern in SYSTEM_FILES):
-            item.add_marker(pytest.mark.system)
         if item.path.name in WALL_CLOCK_FILES:
             item.add_marker(pytest.mark.wall_clock)
             if rerun:

@@ -30,6 +30,10 @@ CLIENT_KEY = 'seq_published_client_key_0003'
 CLIENT_TWO_CREDIT_KEY = 'seq_published_client_two_0004'
 TEST_KEYS = {MAIN_KEY: 100000, TWO_CREDIT_KEY: 2, CLIENT_KEY: 1000, CLIENT_TWO_CREDIT_KEY: 2}
 AUTH = {'Authorization': f'Bearer {MAIN_KEY}'}
+# The policy node tests' gateway (ros_harness): keyed for NODE_KEY, at NODE_SCALE.
+NODE_KEY = 'seq_node_tests_key_0000000000001'
+NODE_GATEWAY_KEYS = {NODE_KEY: 10**6}
+NODE_SCALE = 0.2  # pi05-droid: 15 steps at 75 Hz, a 0.2 s chunk
 TEST_DIR = str(Path(__file__).resolve().parent)
 REPO_ROOT = str(Path(__file__).resolve().parents[1])
 
@@ -140,13 +144,25 @@ def start_gateway(args: list[str], **kwargs: object) -> GatewayProcess:
     return GatewayProcess(['--time-scale', str(TIME_SCALE), *args], **kwargs).start()
 
 
-@pytest.fixture(scope='session')
-def gateway():
-    """Warm, keyed, default concurrency: the workhorse; stays warm through long idle modules."""
-    process = start_gateway(['--start-warm', '--seed', '7', '--idle-cold-s', '1000000'],
-                            keys=TEST_KEYS)
-    yield process
-    process.close()
+def gateway_fixture(args: list[str], *, name: str = 'gateway', scope: str = 'module',
+                    doc: str = '', **kwargs: object):
+    """
+    Return a fixture `name` yielding a started `GatewayProcess(args, **kwargs)`, closed after.
+
+    A test file binds it to a module name (`gateway = gateway_fixture([...], keys=...)`) in
+    place of defining its own fixture; `args` are all the flags, time scale included.
+    """
+    def fixture():
+        with GatewayProcess(list(args), **kwargs) as process:
+            yield process
+    fixture.__doc__ = doc or f'A local gateway: {" ".join(args)}.'
+    return pytest.fixture(scope=scope, name=name)(fixture)
+
+
+gateway = gateway_fixture(
+    ['--time-scale', str(TIME_SCALE), '--start-warm', '--seed', '7', '--idle-cold-s', '1000000'],
+    scope='session', keys=TEST_KEYS,
+    doc='Warm, keyed, default concurrency: the workhorse; stays warm through long idle modules.')
 
 
 @pytest.fixture(scope='session')
@@ -156,46 +172,46 @@ def http(gateway):
         yield client
 
 
-@pytest.fixture(scope='module')
-def open_gateway():
-    """No keys at all: auth disabled."""
-    process = start_gateway(['--start-warm'])
-    yield process
-    process.close()
+def node_gateway_args(latency_median_s: float = 0.4, *args: str) -> list[str]:
+    """
+    Return the flags of a warm gateway at NODE_SCALE (NODE_GATEWAY_KEYS are its keys).
+
+    `latency_median_s` is in model seconds (0.4 = 0.08 s here, room for a loaded machine).
+    """
+    return ['--time-scale', str(NODE_SCALE), '--start-warm', '--latency-median-s',
+            str(latency_median_s), *args]
 
 
-@pytest.fixture(scope='module')
-def cold_gateway():
-    """Cold workers: 50 model s to warm (0.5 s here), cold again after 40 model s idle."""
-    process = GatewayProcess(['--time-scale', '0.01', '--cold-start-s', '50',
-                              '--idle-cold-s', '40'], keys={MAIN_KEY: 1000}).start()
-    yield process
-    process.close()
+def start_node_gateway(latency_median_s: float = 0.4, *args: str) -> GatewayProcess:
+    """Start a warm gateway at NODE_SCALE keyed for NODE_KEY; the caller closes it."""
+    return GatewayProcess(node_gateway_args(latency_median_s, *args),
+                          keys=NODE_GATEWAY_KEYS).start()
 
 
-@pytest.fixture(scope='module')
-def queue_gateway():
-    """Two inferences at a time per model, each ~5 model s (0.1 s here)."""
-    process = start_gateway(['--start-warm', '--concurrency', '2', '--latency-median-s', '5'])
-    yield process
-    process.close()
+def node_gateway_fixture(latency_median_s: float = 0.4, name: str = 'gateway'):
+    """Return a module's fixture `name`: start_node_gateway's gateway."""
+    return gateway_fixture(node_gateway_args(latency_median_s), name=name,
+                           keys=NODE_GATEWAY_KEYS)
 
 
-@pytest.fixture(scope='module')
-def small_body_gateway():
-    """Refusing bodies over 200 kB."""
-    process = start_gateway(['--start-warm', '--max-body-bytes', '200000'])
-    yield process
-    process.close()
 
-
-@pytest.fixture(scope='module')
-def plugin_gateway():
-    """Run a gateway serving PluginPolicy instead of the reference policy."""
-    process = start_gateway(['--start-warm', '--policy', 'fixtures_gateway:make_plugin_policy'],
-                            import_paths=[TEST_DIR])
-    yield process
-    process.close()
+open_gateway = gateway_fixture(['--time-scale', str(TIME_SCALE), '--start-warm'],
+                               name='open_gateway', doc='No keys at all: auth disabled.')
+cold_gateway = gateway_fixture(
+    ['--time-scale', '0.01', '--cold-start-s', '50', '--idle-cold-s', '40'],
+    name='cold_gateway', keys={MAIN_KEY: 1000},
+    doc='Cold workers: 50 model s to warm (0.5 s here), cold again after 40 model s idle.')
+queue_gateway = gateway_fixture(
+    ['--time-scale', str(TIME_SCALE), '--start-warm', '--concurrency', '2',
+     '--latency-median-s', '5'], name='queue_gateway',
+    doc='Two inferences at a time per model, each ~5 model s (0.1 s here).')
+small_body_gateway = gateway_fixture(
+    ['--time-scale', str(TIME_SCALE), '--start-warm', '--max-body-bytes', '200000'],
+    name='small_body_gateway', doc='Refusing bodies over 200 kB.')
+plugin_gateway = gateway_fixture(
+    ['--time-scale', str(TIME_SCALE), '--start-warm', '--policy',
+     'fixtures_gateway:make_plugin_policy'], name='plugin_gateway', import_paths=[TEST_DIR],
+    doc='A gateway serving PluginPolicy instead of the reference policy.')
 
 
 @pytest.fixture(scope='module')
@@ -214,7 +230,7 @@ def tls_files(tmp_path_factory):
 
 
 @pytest.fixture(scope='module')
-def tls_gateway(tls_files):
+def tls_gateway(tls_files):  # needs tls_files: not one gateway_fixture makes
     """Serve HTTPS, warm, keyed (TEST_KEYS), with a self-signed certificate no CA signs."""
     cert, key = tls_files
     with GatewayProcess(['--time-scale', str(TIME_SCALE), '--start-warm'], keys=TEST_KEYS,

@@ -53,11 +53,18 @@ class Episode:
         return np.array([s[0] for s in states]), np.array([s[1] for s in states])
 
 
+GATEWAY_OPTIONS = {'keys': {KEY: 10**6}, 'startup_timeout_s': 30.0}
+
+
+def gateway_args(*args, time_scale=1.0):
+    """Return the flags of a warm gateway (real time, 0.3 s median latency unless told)."""
+    return ['--time-scale', repr(time_scale), '--start-warm',
+            *(args or ('--latency-median-s', '0.3'))]
+
+
 def start_gateway(*args, time_scale=1.0):
-    """Start a warm gateway (real time, 0.3 s median latency unless told); the caller closes it."""
-    args = args or ('--latency-median-s', '0.3')
-    return GatewayProcess(['--time-scale', repr(time_scale), '--start-warm', *args],
-                          keys={KEY: 10**6}, startup_timeout_s=30.0).start()
+    """Start the gateway of gateway_args(*args); the caller closes it."""
+    return GatewayProcess(gateway_args(*args, time_scale=time_scale), **GATEWAY_OPTIONS).start()
 
 
 def run(tmp_path, domain, gateway, mode, distro, actions=45, time_scale=1.0, **node_params):

@@ -1,15 +1,15 @@
 """The openpi test server (openpi_server.py) as a real process on a loopback port."""
 
 from pathlib import Path
-import subprocess
-import sys
+import signal
 import tempfile
 import time
 
 import httpx
 from sequence_ai_ros.gateway.process import free_port
+from sequence_ai_ros.harness.child_processes import child_env, ChildProcess
 
-SERVER = Path(__file__).with_name('openpi_server.py')
+TEST_DIR = Path(__file__).resolve().parent
 
 
 class OpenpiServerProcess:
@@ -17,19 +17,24 @@ class OpenpiServerProcess:
 
     def __init__(self, port: int | None = None) -> None:
         self.port = port or free_port()
-        self.proc: subprocess.Popen | None = None
-        self._log = tempfile.TemporaryFile()
+        self.child: ChildProcess | None = None
+        self._dir = tempfile.TemporaryDirectory(prefix='openpi_server_')
 
     @property
     def url(self) -> str:
         return f'ws://127.0.0.1:{self.port}'
 
+    @property
+    def proc(self):
+        """Return the running (or last) server's Popen, None before the first start."""
+        return None if self.child is None else self.child.proc
+
     def start(self, timeout_s: float = 20.0) -> 'OpenpiServerProcess':
-        self.proc = subprocess.Popen([sys.executable, str(SERVER), '--port', str(self.port)],
-                                     stdout=self._log, stderr=subprocess.STDOUT)
+        self.child = ChildProcess('openpi_server', 'openpi_server', ['--port', str(self.port)],
+                                  child_env(TEST_DIR), Path(self._dir.name) / 'server.log')
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
-            assert self.proc.poll() is None, self.log()
+            assert self.child.running(), self.log()
             try:
                 if httpx.get(f'http://127.0.0.1:{self.port}/healthz', timeout=1).text == 'OK\n':
                     return self
@@ -39,17 +44,16 @@ class OpenpiServerProcess:
 
     def kill(self) -> None:
         """SIGKILL: the socket drops with no close frame, as when a GPU box dies."""
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
+        if self.child is not None:
+            self.child.stop(timeout_s=10.0, sig=signal.SIGKILL)
 
     def log(self) -> str:
-        self._log.seek(0)
-        return self._log.read().decode(errors='replace')
+        """Return what the last server started wrote."""
+        return '' if self.child is None else self.child.log_path.read_text(errors='replace')
 
     def __enter__(self) -> 'OpenpiServerProcess':
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.kill()
-        self._log.close()
+        self._dir.cleanup()

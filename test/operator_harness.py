@@ -25,7 +25,6 @@ import time
 from diagnostic_msgs.msg import DiagnosticStatus
 import httpx
 from operator_robot import AuditedRobot
-from reliability import resident_kib
 from ros_harness import (
     commands_after,
     CONTROL_PERIOD_S,
@@ -46,8 +45,9 @@ from ros_harness import (
 )
 from sequence_ai_ros.faults import FaultProxy
 from sequence_ai_ros.gateway.process import GatewayProcess
-from test_node_gateway_faults import first_hold
-from test_node_lifecycle_abuse import counts, no_growth, settle
+from sequence_ai_ros.harness.proc_stats import resident_kib
+from system.test_node_gateway_faults import first_hold
+from system.test_node_lifecycle_abuse import counts, no_growth, settle
 
 OK, WARN, ERROR = DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR
 NAMESPACE = 'operator'

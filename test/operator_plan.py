@@ -32,8 +32,8 @@ from operator_steps import (
     ride_through,
     stop_service,
 )
-from test_node_faults import FAULTS as INPUT_FAULTS
-from test_node_gateway_faults import MALFORMED, REFUSALS
+from system.test_node_faults import FAULTS as INPUT_FAULTS
+from system.test_node_gateway_faults import MALFORMED, REFUSALS
 
 
 @dataclass(frozen=True)

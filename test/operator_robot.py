@@ -27,7 +27,7 @@ from rclpy.service import Service
 from ros_harness import CONTROL_PERIOD_S, effective_value, is_final_rest, is_hold, RELIABLE, Robot
 from std_msgs.msg import Bool, String
 from std_srvs.srv import Trigger
-from test_node_gateway_faults import MARKER
+from system.test_node_gateway_faults import MARKER
 
 GATE_PERIOD_S = 0.1
 OUT_OF_LIMITS = 50.0  # rad/s: one 1/75 s step of it is 0.67 rad, over max_step_change 0.5

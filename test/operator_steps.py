@@ -32,8 +32,8 @@ from ros_harness import (
     wait_until,
 )
 from std_msgs.msg import String
-from test_node_faults import joints_back_in_time, joints_stop
-from test_node_gateway_faults import fired, MALFORMED
+from system.test_node_faults import joints_back_in_time, joints_stop
+from system.test_node_gateway_faults import fired, MALFORMED
 
 BOUND_S = CONTROL_PERIOD_S + MARGIN_S
 

@@ -6,13 +6,14 @@ overrides the session's gateway fixtures with it, so the in-process gateway's co
 run unchanged against Ray Serve.
 """
 
+from collections.abc import Iterable
 import ipaddress
-import os
 from pathlib import Path
 import socket
 
 from fixtures_gateway import TEST_DIR, TIME_SCALE
 from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.harness.proc_stats import descendants, socket_inodes
 
 POLICY_REPLICA = 'ray::ServeReplica:sequence-ai-gateway:policy'
 _LISTEN = '0A'  # TCP_LISTEN in /proc/net/tcp's st column
@@ -24,23 +25,6 @@ def ray_gateway(args: list[str], *, time_scale: float = TIME_SCALE, env: dict | 
     return GatewayProcess(['--ray', '--time-scale', str(time_scale), '--log-level', 'warning',
                            *args], env=env, import_paths=[TEST_DIR], startup_timeout_s=150.0,
                           stop_timeout_s=40.0, **kwargs).start()
-
-
-def descendants(root: int) -> list[int]:
-    """Return the pids of every process below `root` (Ray's own and its workers)."""
-    children: dict[int, list[int]] = {}
-    for stat in Path('/proc').glob('[0-9]*/stat'):
-        try:
-            fields = stat.read_text().rsplit(')', 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, todo = [], [root]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
 
 
 def command_line(pid: int) -> bytes:
@@ -57,18 +41,6 @@ def policy_replicas(root: int) -> list[int]:
             if command_line(pid).startswith(POLICY_REPLICA.encode())]
 
 
-def _socket_inodes(pid: int) -> set[str]:
-    inodes = set()
-    for fd in Path(f'/proc/{pid}/fd').glob('*'):
-        try:
-            target = os.readlink(fd)
-        except OSError:
-            continue
-        if target.startswith('socket:['):
-            inodes.add(target[len('socket:['):-1])
-    return inodes
-
-
 def _address(hex_address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
     # /proc/net/tcp{,6} print the address as 32-bit words in host byte order.
     raw = bytes.fromhex(hex_address)
@@ -77,13 +49,13 @@ def _address(hex_address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
         socket.AF_INET if len(words) == 4 else socket.AF_INET6, words))
 
 
-def listening(pids: list[int]) -> list[tuple[str, int, str]]:
+def listening(pids: Iterable[int]) -> list[tuple[str, int, str]]:
     """Return (address, port, process name) for each TCP socket the processes listen on."""
     owner = {}
     for pid in pids:
         name = command_line(pid).split(b'\0')[0].decode(errors='replace')
         try:
-            owner.update({inode: name for inode in _socket_inodes(pid)})
+            owner.update({inode: name for inode in socket_inodes(pid)})
         except OSError:
             continue
     found = []

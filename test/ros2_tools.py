@@ -22,6 +22,7 @@ import time
 
 import pytest
 from sequence_ai_ros.harness.child_processes import child_env
+from sequence_ai_ros.harness.proc_stats import alive, descendants
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = 'sequence_ai_ros'
@@ -116,39 +117,6 @@ def overlay_env(install: Path, log_dir: Path, *prefixes: Path) -> dict[str, str]
     env['ROS_LOG_DIR'] = str(log_dir)
     env['PYTHONUNBUFFERED'] = '1'
     return env
-
-
-def descendants(pid: int) -> set[int]:
-    """Return the pids of every live process below `pid` (read from /proc)."""
-    children: dict[int, list[int]] = {}
-    for stat in Path('/proc').glob('[0-9]*/stat'):
-        try:
-            text = stat.read_text()
-        except OSError:
-            continue
-        # The command name is in parentheses and may itself hold spaces or parentheses.
-        fields = text[text.rindex(')') + 2:].split()
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found, todo = set(), [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            if child not in found:
-                found.add(child)
-                todo.append(child)
-    return found
-
-
-def alive(pids: set[int]) -> set[int]:
-    """Return those of `pids` that still run (zombies count as gone)."""
-    running = set()
-    for pid in pids:
-        try:
-            state = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()[0]
-        except (OSError, IndexError):
-            continue
-        if state != 'Z':
-            running.add(pid)
-    return running
 
 
 class Ros2Process:

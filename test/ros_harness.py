@@ -14,26 +14,23 @@ import json
 import math
 import os
 from pathlib import Path
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import DiagnosticArray
+from fixtures_gateway import NODE_KEY, NODE_SCALE  # the node tests' gateway's
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 from PIL import Image as PILImage
 from rcl_interfaces.msg import Parameter, ParameterType, ParameterValue
 from rcl_interfaces.srv import GetParameters, SetParameters
-import rclpy
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
-from reliability import open_sockets, thread_count
 from sensor_msgs.msg import CompressedImage, Image, JointState
-from sequence_ai_ros.gateway.process import GatewayProcess
-from sequence_ai_ros.harness.child_processes import child_env
+from sequence_ai_ros.harness.child_processes import child_env, ChildProcess
+from sequence_ai_ros.harness.proc_stats import open_sockets, thread_count
+from sequence_ai_ros.harness.scripted_robot import raw_frame
 from sequence_ai_ros.harness.service_calls import call_service, change_state
 from sequence_ai_ros.node.params import PARAMETERS
 from sequence_ai_ros.sim.render import SceneRenderer
@@ -46,9 +43,7 @@ import yaml
 REPO = str(Path(__file__).resolve().parents[1])
 NAMES = list(arm_model.JOINT_NAMES) + [arm_model.GRIPPER_JOINT]
 RELIABLE = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
-NODE_KEY = 'seq_node_tests_key_0000000000001'
 NODE_ENV = {'SEQUENCES_API_KEY': NODE_KEY}
-NODE_SCALE = 0.2  # pi05-droid: 15 steps at 75 Hz, a 0.2 s chunk
 CONTROL_PERIOD_S = NODE_SCALE / 15
 
 
@@ -84,7 +79,7 @@ def effective_value(params, name):
     return params[name] if name in params else PARAMETERS[name].default
 
 
-class PolicyNodeProcess:
+class PolicyNodeProcess(ChildProcess):
     """`python -m sequence_ai_ros.node.main` with a parameter file, in a namespace."""
 
     def __init__(self, namespace, params, env):
@@ -93,34 +88,25 @@ class PolicyNodeProcess:
         path = os.path.join(self._dir.name, 'params.yaml')
         with open(path, 'w') as handle:
             yaml.safe_dump({'/**': {'ros__parameters': params}}, handle)
-        self.log_path = os.path.join(self._dir.name, 'node.log')
-        self._log = open(self.log_path, 'wb')
         self._final_log = None
-        full_env = child_env(PYTHONUNBUFFERED='1', **env)
-        self.proc = subprocess.Popen(
-            [sys.executable, '-m', 'sequence_ai_ros.node.main', '--ros-args', '-r',
-             f'__ns:=/{namespace}', '--params-file', path],
-            stdout=self._log, stderr=subprocess.STDOUT, env=full_env)
+        super().__init__('policy_node', 'sequence_ai_ros.node.main',
+                         ['--ros-args', '-r', f'__ns:=/{namespace}', '--params-file', path],
+                         child_env(PYTHONUNBUFFERED='1', **env),
+                         Path(self._dir.name) / 'node.log')
 
     def log(self):
+        """Return everything the node has written (kept once it is stopped)."""
         if self._final_log is not None:
             return self._final_log
-        with open(self.log_path, 'rb') as handle:
-            return handle.read().decode(errors='replace')
+        return self.log_path.read_bytes().decode(errors='replace')
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        """Stop the node (SIGTERM, then SIGKILL after 10 s); keep its log; return its code."""
+        code = super().stop(10.0)
         if self._final_log is None:
-            self._log.close()
             self._final_log = self.log()
             self._dir.cleanup()
-        return self.proc.returncode
+        return code
 
 
 class Robot:
@@ -278,9 +264,7 @@ class Robot:
                     messages.append(CompressedImage(format='jpeg',
                                                     data=array('B', buffer.getvalue())))
                     continue
-                messages.append(Image(height=pixels.shape[0], width=pixels.shape[1],
-                                      encoding='rgb8', step=pixels.shape[1] * 3,
-                                      data=array('B', pixels.tobytes())))
+                messages.append(raw_frame(pixels))
             self._frames = (q, messages)
         for index, (pub, msg) in enumerate(zip(self.image_pubs, self._frames[1])):
             msg = self.frame_overrides.get(index, msg)
@@ -367,39 +351,6 @@ def _time(nanoseconds):
     return Time(sec=sec, nanosec=nanosec)
 
 
-class RosSide:
-    """An rclpy context and a spinning executor for the test process."""
-
-    def __init__(self):
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node('test_side', context=self.context)
-        # Not the MultiThreadedExecutor: in rclpy 9.1 it queues a handler for an entity on
-        # every wait while earlier ones are pending (thousands seen), then scans that list
-        # under the GIL on every spin: this process stalled for 0.3-1.2 s, its joint states
-        # with it, and a node under test rightly held. Every callback here is short.
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self._running = True
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
-
-    def _spin(self):
-        # A callback that raises must not end the spinning for every later test.
-        while self._running and self.context.ok():
-            try:
-                self.executor.spin_once(timeout_sec=0.05)
-            except Exception as exc:  # noqa: BLE001
-                print(f'test-side callback raised: {type(exc).__name__}: {exc}')
-
-    def close(self):
-        self._running = False
-        self._thread.join(5)
-        self.executor.shutdown()
-        self.node.destroy_node()
-        rclpy.shutdown(context=self.context)
-
-
 def wait_until(predicate, timeout, interval=0.02):
     """Poll until predicate() is truthy; return its last value."""
     deadline = time.monotonic() + timeout
@@ -411,17 +362,6 @@ def wait_until(predicate, timeout, interval=0.02):
 
 
 # -- shared pieces of the node fault tests ---------------------------------------------------
-
-def start_node_gateway(latency_median_s=0.4, *args):
-    """
-    Start a warm gateway at NODE_SCALE keyed for NODE_KEY; the caller closes it.
-
-    `latency_median_s` is in model seconds (0.4 = 0.08 s here, room for a loaded machine).
-    """
-    return GatewayProcess(['--time-scale', str(NODE_SCALE), '--start-warm',
-                           '--latency-median-s', str(latency_median_s), *args],
-                          keys={NODE_KEY: 10**6}).start()
-
 
 def is_hold(msg):
     """
@@ -492,29 +432,6 @@ def log_faults(text):
 def process_counts(pid):
     """Return (threads, sockets) of a process, from /proc."""
     return thread_count(pid), open_sockets(pid)
-
-
-def tcp_sockets(pid):
-    """
-    Count the TCP sockets a process has open (Linux /proc): its HTTP connections.
-
-    DDS holds UDP sockets (and shared memory), so TCP ones are the node's connection pool.
-    """
-    inodes = set()
-    for table in ('tcp', 'tcp6'):
-        try:
-            lines = Path(f'/proc/{pid}/net/{table}').read_text().splitlines()[1:]
-        except OSError:
-            continue
-        inodes.update(line.split()[9] for line in lines if len(line.split()) > 9)
-    count = 0
-    for entry in Path(f'/proc/{pid}/fd').iterdir():
-        try:
-            target = os.readlink(entry)
-        except OSError:  # closed between listing and reading
-            continue
-        count += target.startswith('socket:[') and target[8:-1] in inodes
-    return count
 
 
 def settled_counts(pid, baseline, timeout=5.0):

@@ -20,6 +20,7 @@ import threading
 import time
 
 from sequence_ai_ros.harness.child_processes import child_env
+from sequence_ai_ros.harness.proc_stats import process_stat, process_tree, running
 
 REPO = str(Path(__file__).resolve().parents[1])
 # Generous bounds for a loaded two-core machine; every wait ends at its event, far sooner.
@@ -30,15 +31,6 @@ EXIT_S = 30.0
 def environment(**extra):
     """Return this process's environment with the checkout first on PYTHONPATH."""
     return child_env(REPO, PYTHONUNBUFFERED='1', **extra)
-
-
-def _stat(pid):
-    """Return (state, parent pid, start time) of a process, or None once it is gone."""
-    try:
-        fields = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return fields[0], int(fields[1]), int(fields[19])
 
 
 def _signal_mask(pid, field):
@@ -53,29 +45,6 @@ def _signal_mask(pid, field):
 
 def _bit(signum):
     return 1 << (signum - 1)
-
-
-def alive(identity):
-    """Whether the process (pid, start time) still runs (a zombie has ended)."""
-    pid, started = identity
-    stat = _stat(pid)
-    return stat is not None and stat[2] == started and stat[0] != 'Z'
-
-
-def descendants(pid):
-    """Return the (pid, start time) of every live descendant of `pid`."""
-    children = {}
-    for entry in os.listdir('/proc'):
-        if entry.isdigit():
-            stat = _stat(entry)
-            if stat is not None and stat[0] != 'Z':
-                children.setdefault(stat[1], []).append((int(entry), stat[2]))
-    found, todo = set(), [pid]
-    while todo:
-        for child in children.get(todo.pop(), ()):
-            found.add(child)
-            todo.append(child[0])
-    return found
 
 
 def port_open(port, host='127.0.0.1'):
@@ -119,7 +88,7 @@ class Watched:
 
     def _watch(self):
         while self._watching and self.proc.poll() is None:
-            self.seen |= descendants(self.proc.pid)
+            self.seen |= process_tree(self.proc.pid)
             time.sleep(0.05)
 
     def output(self):
@@ -148,7 +117,7 @@ class Watched:
     def freeze(self):
         """Stop it (SIGSTOP) and wait until it is stopped."""
         os.kill(self.proc.pid, signal.SIGSTOP)
-        wait_for(lambda: (_stat(self.proc.pid) or ('T',))[0] in 'tT', 10.0, 'SIGSTOP', self)
+        wait_for(lambda: (process_stat(self.proc.pid) or ('T',))[0] in 'tT', 10.0, 'SIGSTOP', self)
 
     def thaw(self):
         os.kill(self.proc.pid, signal.SIGCONT)
@@ -182,9 +151,9 @@ class Watched:
     def leftovers(self, grace_s=10.0):
         """Return the descendants still running once it has exited (after up to `grace_s`)."""
         deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline and any(alive(p) for p in self.seen):
+        while time.monotonic() < deadline and any(running(p) for p in self.seen):
             time.sleep(0.05)
-        return sorted(p for p in self.seen if alive(p))
+        return sorted(p for p in self.seen if running(p))
 
     def close(self):
         """Kill it and whatever it left, if a failed test did not see it exit."""
@@ -192,7 +161,7 @@ class Watched:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
-        for pid, _ in [p for p in self.seen if alive(p)]:
+        for pid, _ in [p for p in self.seen if running(p)]:
             try:
                 os.kill(pid, signal.SIGKILL)
             except OSError:

@@ -2,8 +2,6 @@
 
 from pathlib import Path
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 
@@ -14,7 +12,7 @@ import rclpy
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import CompressedImage, Image, JointState
-from sequence_ai_ros.harness.child_processes import child_env
+from sequence_ai_ros.harness.child_processes import child_env, ChildProcess
 from std_msgs.msg import Float64
 from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
@@ -22,12 +20,11 @@ from trajectory_msgs.msg import JointTrajectory
 REPO = Path(__file__).resolve().parents[1]
 
 
-class SimProcess:
+class SimProcess(ChildProcess):
     """`python -m sequence_ai_ros.sim.node` in a namespace, its output kept in a file."""
 
     def __init__(self, namespace, *params, params_file=None, ros_args=()):
-        self.log = tempfile.NamedTemporaryFile(prefix='sim_arm_', suffix='.log')
-        args = [sys.executable, '-m', 'sequence_ai_ros.sim.node', '--ros-args']
+        args = ['--ros-args']
         if namespace != '/':
             args += ['-r', f'__ns:={namespace}']
         if params_file:
@@ -35,26 +32,25 @@ class SimProcess:
         for param in params:
             args += ['-p', param]
         args += list(ros_args)
-        env = child_env(PYTHONUNBUFFERED='1', RCUTILS_LOGGING_BUFFERED_STREAM='0')
-        self.proc = subprocess.Popen(args, cwd=REPO, env=env, stdout=self.log,
-                                     stderr=subprocess.STDOUT)
+        self._dir = tempfile.TemporaryDirectory(prefix='sim_arm_')
+        self._final_output = None
+        super().__init__('sim_arm', 'sequence_ai_ros.sim.node', args,
+                         child_env(PYTHONUNBUFFERED='1', RCUTILS_LOGGING_BUFFERED_STREAM='0'),
+                         Path(self._dir.name) / 'sim_arm.log', cwd=REPO)
 
     def output(self):
-        """Return everything the process has printed so far."""
-        return Path(self.log.name).read_text(errors='replace')
+        """Return everything the process has printed so far (kept once it is stopped)."""
+        if self._final_output is not None:
+            return self._final_output
+        return self.log_path.read_text(errors='replace')
 
     def stop(self, sig=signal.SIGINT):
-        """Stop the process (SIGINT by default); return its exit code and output."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        output = self.output()
-        self.log.close()
-        return self.proc.returncode, output
+        """Stop the process (SIGINT by default, SIGKILL after 10 s); return its code and output."""
+        code = super().stop(10.0, sig)
+        if self._final_output is None:
+            self._final_output = self.output()
+            self._dir.cleanup()
+        return code, self._final_output
 
 
 class Probe:

@@ -33,11 +33,11 @@ import time
 
 from operator_harness import operator_session, Session
 from operator_plan import run_step, steps
-from reliability import resident_kib, thread_count
 from ros_harness import log_faults
-from soak_report import machine
+from sequence_ai_ros.harness.proc_stats import resident_kib, thread_count
+from sequence_ai_ros.harness.soak_report import machine
 from soak_steps import SOAK_STEPS
-from test_node_lifecycle_abuse import settle
+from system.test_node_lifecycle_abuse import settle
 
 SAMPLE_S = 5.0
 WARMUP_S = 60.0

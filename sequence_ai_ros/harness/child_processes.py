@@ -4,6 +4,7 @@ from collections.abc import Mapping, Sequence
 import os
 from pathlib import Path
 import random
+import signal
 import subprocess
 import sys
 
@@ -13,13 +14,25 @@ import sequence_ai_ros
 _PACKAGE_PARENT = str(Path(sequence_ai_ros.__file__).resolve().parents[1])
 
 
-def localhost_discovery() -> dict[str, str]:
-    """Return the variables that keep DDS discovery on this machine."""
+def localhost_discovery(distro: str | None = None) -> dict[str, str]:
+    """Return the variables that keep DDS discovery on this machine (distro: ROS_DISTRO's)."""
     # Humble's switch is ROS_LOCALHOST_ONLY; later distributions read the range (and warn
-    # about the old switch, so it is only set for Humble).
-    if os.environ.get('ROS_DISTRO') == 'humble':
+    # about the old switch at every init, ahead of a child's first line of output, so it is
+    # only set for Humble).
+    if (os.environ.get('ROS_DISTRO') if distro is None else distro) == 'humble':
         return {'ROS_LOCALHOST_ONLY': '1', 'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'}
     return {'ROS_AUTOMATIC_DISCOVERY_RANGE': 'LOCALHOST'}
+
+
+def join_private_domain(distro: str | None = None) -> None:
+    """
+    Put this process on a ROS domain of its own (unless ROS_DOMAIN_ID is set), on loopback.
+
+    Call it before the first rclpy context exists: DDS reads these when that is created.
+    """
+    os.environ.setdefault('ROS_DOMAIN_ID', str(random_domain_id()))
+    os.environ.pop('ROS_LOCALHOST_ONLY', None)
+    os.environ.update(localhost_discovery(distro))
 
 
 def child_env(*extra_paths: str | os.PathLike[str], **env: str) -> dict[str, str]:
@@ -54,7 +67,7 @@ class ChildProcess:
     """One child (`python -m module args`), output to `log_path`, stopped politely then hard."""
 
     def __init__(self, name: str, module: str, args: Sequence[str], env: Mapping[str, str],
-                 log_path: Path) -> None:
+                 log_path: Path, cwd: str | os.PathLike[str] | None = None) -> None:
         self.name = name
         self.command = [sys.executable, '-m', module, *args]
         self.log_path = log_path
@@ -62,16 +75,16 @@ class ChildProcess:
         # A session of its own: Ctrl-C in the terminal reaches only the demo, which then stops
         # its children in order (the node first, so that it leaves the arm holding).
         self.proc = subprocess.Popen(self.command, env=dict(env), stdout=self._log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+                                     stderr=subprocess.STDOUT, start_new_session=True, cwd=cwd)
 
     def running(self) -> bool:
         """Return whether the process is alive."""
         return self.proc.poll() is None
 
-    def stop(self, timeout_s: float = 8.0) -> int:
-        """Send SIGTERM (the nodes treat it as Ctrl-C), then SIGKILL; return the exit code."""
+    def stop(self, timeout_s: float = 8.0, sig: int = signal.SIGTERM) -> int:
+        """Send `sig` (SIGTERM: the nodes treat it as Ctrl-C), then SIGKILL; return the code."""
         if self.proc.poll() is None:
-            self.proc.terminate()
+            self.proc.send_signal(sig)
             try:
                 self.proc.wait(timeout_s)
             except subprocess.TimeoutExpired:

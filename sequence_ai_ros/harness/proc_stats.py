@@ -2,8 +2,9 @@
 What Linux's /proc says about a process and the machine, for tests and benchmarks.
 
 CPU time (of a process, or of its main thread: the rclpy executor and every callback), how
-busy all cores were, resident memory, threads and sockets, the CPU model; and lowering the
-priority of a process one started. Every reader takes a pid or 'self'.
+busy all cores were, resident memory, threads and sockets (all, their inodes, TCP ones), the
+CPU model, the processes below one and whether one still runs; and lowering the priority of a
+process one started. Every reader of one process takes a pid or 'self'.
 """
 
 import os
@@ -105,3 +106,79 @@ def lower_priority(pid: int | None, nice: int) -> bool:
     except (OSError, AttributeError):
         return False
     return True
+
+
+def process_stat(pid: Pid) -> tuple[str, int, int] | None:
+    """Return (state, parent pid, start time in clock ticks) of a process; None once it is gone."""
+    try:
+        # The command name (field 2) may hold spaces or parentheses: split after its last ')'.
+        fields = Path(f'/proc/{pid}/stat').read_text().rsplit(')', 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return fields[0], int(fields[1]), int(fields[19])
+
+
+def process_tree(pid: int) -> set[tuple[int, int]]:
+    """Return (pid, start time) of every live process below `pid`; a zombie has ended."""
+    children: dict[int, list[tuple[int, int]]] = {}
+    for entry in os.listdir('/proc'):
+        if entry.isdigit():
+            stat = process_stat(entry)
+            if stat is not None and stat[0] != 'Z':
+                children.setdefault(stat[1], []).append((int(entry), stat[2]))
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), ()):
+            found.add(child)
+            todo.append(child[0])
+    return found
+
+
+def descendants(pid: int) -> set[int]:
+    """Return the pids of every live process below `pid`."""
+    return {child for child, _ in process_tree(pid)}
+
+
+def running(identity: tuple[int, int]) -> bool:
+    """Whether the process (pid, start time) still runs: a reused pid or a zombie does not."""
+    stat = process_stat(identity[0])
+    return stat is not None and stat[2] == identity[1] and stat[0] != 'Z'
+
+
+def alive(pids: set[int]) -> set[int]:
+    """Return those of `pids` that still run (zombies count as gone)."""
+    return {pid for pid in pids if (process_stat(pid) or ('Z',))[0] != 'Z'}
+
+
+def _socket_fds(pid: Pid) -> list[str]:
+    """Return the socket inode of each socket descriptor a process has open (one per fd)."""
+    inodes = []
+    for entry in Path(f'/proc/{pid}/fd').iterdir():
+        try:
+            target = os.readlink(entry)
+        except OSError:  # closed between listing and reading
+            continue
+        if target.startswith('socket:['):
+            inodes.append(target[len('socket:['):-1])
+    return inodes
+
+
+def socket_inodes(pid: Pid = 'self') -> set[str]:
+    """Return the inodes of the sockets a process has open (how /proc/net names them)."""
+    return set(_socket_fds(pid))
+
+
+def tcp_sockets(pid: Pid = 'self') -> int:
+    """
+    Count the TCP sockets a process has open: its HTTP connections (and listeners).
+
+    DDS holds UDP sockets (and shared memory), so a node's TCP ones are its connection pool.
+    """
+    inodes = set()
+    for table in ('tcp', 'tcp6'):
+        try:
+            lines = Path(f'/proc/{pid}/net/{table}').read_text().splitlines()[1:]
+        except OSError:
+            continue
+        inodes.update(line.split()[9] for line in lines if len(line.split()) > 9)
+    return sum(inode in inodes for inode in _socket_fds(pid))

@@ -9,15 +9,13 @@ arm (sequence_ai_ros.sim) is the robot that moves.
 """
 
 from collections.abc import Sequence
-import threading
 from typing import Any
 
 from lifecycle_msgs.msg import Transition
 from lifecycle_msgs.srv import ChangeState
-import rclpy
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import qos_profile_sensor_data
 from sensor_msgs.msg import Image, JointState
+from sequence_ai_ros.harness.ros_side import RosSide
 from sequence_ai_ros.harness.service_calls import call_service
 from sequence_ai_ros.sim.render import SceneRenderer
 from std_srvs.srv import Trigger
@@ -25,14 +23,10 @@ from std_srvs.srv import Trigger
 VIEWS = ('exterior', 'wrist')
 
 
-def _context() -> Any:
-    context = rclpy.Context()
-    try:  # the caller's Ctrl-C handling stays its own (rclpy >= Iron)
-        from rclpy.signals import SignalHandlerOptions
-        rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO)
-    except ImportError:
-        rclpy.init(context=context)
-    return context
+def raw_frame(pixels: Any) -> Image:
+    """Return an rgb8 sensor_msgs/Image of an (height, width, 3) uint8 array."""
+    return Image(height=pixels.shape[0], width=pixels.shape[1], encoding='rgb8',
+                 step=pixels.shape[1] * 3, data=pixels.tobytes())
 
 
 class ScriptedRobot:
@@ -43,35 +37,18 @@ class ScriptedRobot:
                  target_xy: tuple[float, float] = (0.5, 0.2)) -> None:
         self.names = list(names)
         self.positions = [float(v) for v in positions]
-        self.context = _context()
-        self.node = rclpy.create_node('scripted_robot', context=self.context)
+        self._side = RosSide('scripted_robot')
+        self.context, self.node = self._side.context, self._side.node
         renderer = SceneRenderer(*size)
         self._frames = []
         for render in (renderer.exterior, renderer.wrist):
-            pixels = render(tuple(self.positions[:7]), target_xy)
-            self._frames.append(Image(height=pixels.shape[0], width=pixels.shape[1],
-                                      encoding='rgb8', step=pixels.shape[1] * 3,
-                                      data=pixels.tobytes()))
+            self._frames.append(raw_frame(render(tuple(self.positions[:7]), target_xy)))
         self._pubs: dict[str, tuple[Any, list[Any]]] = {}
         self._services: dict[str, Any] = {}
         self._change: dict[str, Any] = {}
         self.holds = 0
         self.node.create_timer(1 / joint_rate, self._send_joints)
         self.node.create_timer(1 / camera_rate, self._send_frames)
-        # Not rclpy 9.1's MultiThreadedExecutor: it piles up duplicate handlers and stalls the
-        # process for up to a second, and the node under test would hold on it.
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self._running = True
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
-
-    def _spin(self) -> None:
-        while self._running and self.context.ok():
-            try:
-                self.executor.spin_once(timeout_sec=0.05)
-            except Exception as exc:  # noqa: BLE001 (one bad callback must not stop the robot)
-                print(f'robot callback raised: {type(exc).__name__}: {exc}')
 
     def attach(self, ns: str) -> None:
         """Serve namespace `ns`: sensors, `robot/hold`, and its policy node's lifecycle."""
@@ -114,8 +91,4 @@ class ScriptedRobot:
 
     def close(self) -> None:
         """Stop spinning and shut the robot's context down."""
-        self._running = False
-        self._thread.join(5)
-        self.executor.shutdown()
-        self.node.destroy_node()
-        rclpy.shutdown(context=self.context)
+        self._side.close()
