@@ -97,9 +97,10 @@ test-jazzy: venv-jazzy
 	@echo '== ROS 2 Jazzy (rclpy 7.1): the tests that use ROS'
 	$(PY_JAZZY) -m pytest $(JAZZY_TESTS) -q -raR $(DURATIONS) $(PYTEST_ARGS) || { rc=$$?; [ $$rc -eq 5 ] && echo 'no tests collected' || exit $$rc; }
 
-# What a contributor runs while working. test-unit: no ROS at all (seconds); test-fast: that and
-# ROS in the test process (a few minutes); test/system, the processes, loads, soaks and lints,
-# comes with `make test`. test/*/__init__.py says the rule of each folder.
+# What a contributor runs while working. test-unit: no ROS at all (~3 min: the client tests play
+# chunks in real time against the local gateway); test-fast: that and ROS in the test process;
+# test/system, the processes, loads, soaks and lints, comes with `make test`. test/*/__init__.py
+# says the rule of each folder.
 test-unit: venv
 	$(PY) -m pytest test/unit -q -raR $(DURATIONS) $(PYTEST_ARGS)
 
