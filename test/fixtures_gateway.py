@@ -194,7 +194,6 @@ def node_gateway_fixture(latency_median_s: float = 0.4, name: str = 'gateway'):
                            keys=NODE_GATEWAY_KEYS)
 
 
-
 open_gateway = gateway_fixture(['--time-scale', str(TIME_SCALE), '--start-warm'],
                                name='open_gateway', doc='No keys at all: auth disabled.')
 cold_gateway = gateway_fixture(
