@@ -9,7 +9,7 @@ in _timing.py (docs/CHUNK_TIMING.md derives it), the joins in _joins.py, the sea
 _blend.py, the configuration warning in _engine_warnings.py and the counters and report in
 _engine_stats.py.
 
-Invariants (test/test_engine_properties.py): every action played is a step the model produced,
+Invariants (test/unit/test_engine_properties.py): every action played is a step the model produced,
 or a blend (smooth_seam, absolute spaces) of it with the action before; the steps of a chunk
 play in index order and chunks in request order; a chunk never plays after a newer one; every
 step joined is played, dropped or still buffered; every request is joined, stale, failed or

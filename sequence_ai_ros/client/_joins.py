@@ -11,7 +11,8 @@ The joins: how a chunk that has arrived becomes the plan (docs/CHUNK_TIMING.md h
   steps played since its prefix began are dropped), never blended unless it came late.
 
 Each join reports what it did (JoinEvent: its kinds, the steps it dropped, its delay), which the
-engine counts (EngineStats.count_join), so the counters add up (test/test_engine_properties.py).
+engine counts (EngineStats.count_join), so the counters add up
+(test/unit/test_engine_properties.py).
 """
 
 from collections import deque
