@@ -48,24 +48,25 @@ def check_rosdep(package_xml):
                           capture_output=True, text=True, timeout=300)
 
 
-def test_every_key_resolves_on_humble_jazzy_and_kilted():
-    result = check_rosdep(PACKAGE_XML)
-    assert result.returncode == 0, result.stdout + result.stderr
-    count = len(keys()) * len(DISTROS)
-    assert result.stdout.strip().splitlines()[-1] == f'{count} passed, 0 failed', result.stdout
-
-
-def test_a_key_without_a_rule_is_caught(tmp_path):
-    # python3-starlette made the README's `rosdep install` fail on every distribution.
-    broken = tmp_path / 'package.xml'
-    broken.write_text('<package format="3"><name>x</name>\n'
-                      '  <exec_depend>python3-httpx</exec_depend>\n'
-                      '  <exec_depend>python3-starlette</exec_depend>\n</package>\n')
-    result = check_rosdep(broken)
+def test_every_key_resolves_on_humble_jazzy_and_kilted_and_a_key_without_a_rule_is_caught(
+        tmp_path):
+    # One rosdep pass (each distribution's `rosdep update` and resolves take tens of seconds):
+    # package.xml's keys plus python3-starlette, which made the README's `rosdep install` fail
+    # on every distribution. Exactly its three lookups may fail.
+    text = PACKAGE_XML.read_text()
+    assert 'python3-starlette' not in text
+    checked = tmp_path / 'package.xml'
+    extra = '  <exec_depend>python3-starlette</exec_depend>\n</package>'
+    checked.write_text(text.replace('</package>', extra))
+    result = check_rosdep(checked)
     assert result.returncode != 0
-    assert result.stdout.strip().splitlines()[-1] == '3 passed, 3 failed', result.stdout
+    failures = [line for line in result.stdout.splitlines() if line.startswith('FAIL ')]
     for distro, os_name in (('humble', 'jammy'), ('jazzy', 'noble'), ('kilted', 'noble')):
-        assert f'FAIL {distro} ubuntu:{os_name} python3-starlette' in result.stdout, result.stdout
+        assert any(line.startswith(f'FAIL {distro} ubuntu:{os_name} python3-starlette')
+                   for line in failures), result.stdout
+    assert len(failures) == 3, result.stdout
+    count = len(keys()) * len(DISTROS)
+    assert result.stdout.strip().splitlines()[-1] == f'{count} passed, 3 failed', result.stdout
 
 
 def imported(paths):
