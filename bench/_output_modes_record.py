@@ -21,7 +21,8 @@ from rcl_interfaces.srv import SetParameters
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from sequence_ai_ros.demo.controllers import ARM_CONTROLLERS
-from sequence_ai_ros.demo.record import NODE, Recorder, RosSide, SIM
+from sequence_ai_ros.demo.record import NODE, Recorder, SIM
+from sequence_ai_ros.harness.ros_side import RosSide
 from sequence_ai_ros.harness.service_calls import call_service
 from sequence_ai_ros.world.arm_model import JOINT_NAMES
 from std_msgs.msg import Float64MultiArray

@@ -1,8 +1,6 @@
 """The demo's own ROS node: drive the policy node's lifecycle and record what the loop does."""
 
 import json
-import os
-import threading
 import time
 from typing import Any
 
@@ -10,10 +8,9 @@ from diagnostic_msgs.msg import DiagnosticArray
 from lifecycle_msgs.srv import ChangeState, GetState
 from rcl_interfaces.msg import Log
 import rclpy
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
-from sequence_ai_ros.harness.child_processes import localhost_discovery
+from sequence_ai_ros.harness.ros_side import RosSide
 from sequence_ai_ros.harness.service_calls import change_state, lifecycle_state
 from sequence_ai_ros.sim.arm import JOINT_NAMES
 from std_msgs.msg import Float64, String
@@ -25,38 +22,6 @@ RELIABLE = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
 COMMAND_TOPIC = 'joint_trajectory_controller/joint_trajectory'
 NODE = 'policy_node'
 SIM = 'sim_arm'
-
-
-class RosSide:
-    """A private rclpy context on the demo's domain, spun on a background thread."""
-
-    def __init__(self, domain_id: int) -> None:
-        # Read by DDS when the context starts: the same loopback-only discovery as the children.
-        os.environ.update(localhost_discovery())
-        self.context = rclpy.Context()
-        try:
-            from rclpy.signals import SignalHandlerOptions
-            # Ctrl-C must reach the demo's own clean-up, not shut this context down first.
-            rclpy.init(context=self.context, domain_id=domain_id,
-                       signal_handler_options=SignalHandlerOptions.NO)
-        except ImportError:
-            rclpy.init(context=self.context, domain_id=domain_id)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self._running = True
-        self._thread = threading.Thread(target=self._spin, name='demo-ros', daemon=True)
-        self._thread.start()
-
-    def _spin(self) -> None:
-        while self._running and self.context.ok():
-            self.executor.spin_once(timeout_sec=0.05)
-
-    def close(self) -> None:
-        """Stop spinning and shut the context down."""
-        self._running = False
-        self._thread.join(5.0)
-        self.executor.shutdown()
-        if self.context.ok():
-            rclpy.shutdown(context=self.context)
 
 
 class Recorder:
