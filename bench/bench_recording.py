@@ -97,10 +97,10 @@ class RecordingBench(Bench):
                 self.recording[status.hardware_id] = values.get('recording', '')
 
     def run_node(self, run: Any) -> None:
-        assert self.robot is not None
+        assert self.ros is not None
         if self._diagnostics is None:
             # The robot's node spins in its own thread in this process: it hears /diagnostics.
-            self._diagnostics = self.robot.node.create_subscription(
+            self._diagnostics = self.ros.node.create_subscription(
                 DiagnosticArray, '/diagnostics', self.on_diagnostics, 10)
         try:
             super().run_node(run)
