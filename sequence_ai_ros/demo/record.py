@@ -1,5 +1,6 @@
 """The demo's own ROS node: drive the policy node's lifecycle and record what the loop does."""
 
+from collections.abc import Sequence
 import json
 import time
 from typing import Any
@@ -24,6 +25,22 @@ NODE = 'policy_node'
 SIM = 'sim_arm'
 
 
+class JointOrder:
+    """Where some joints sit in a JointState, worked out once per order of its names."""
+
+    def __init__(self, names: Sequence[str]) -> None:
+        self.names = tuple(names)
+        self._seen: tuple[tuple[str, ...], list[int] | None] = ((), None)
+
+    def of(self, msg: JointState) -> list[int] | None:
+        """Return the index in `msg` of each of `names`, or None if one is missing."""
+        names = tuple(msg.name)
+        if names != self._seen[0]:
+            found = set(self.names) <= set(names)
+            self._seen = (names, [names.index(n) for n in self.names] if found else None)
+        return self._seen[1]
+
+
 class Recorder:
     """Subscribes to one namespace's loop and calls its policy node's lifecycle services."""
 
@@ -31,7 +48,7 @@ class Recorder:
         self.ros = ros
         self.ns = namespace.rstrip('/')
         self.data = Recording()
-        self._joint_index: tuple[tuple[str, ...], list[int]] = ((), [])
+        self._joints = JointOrder(JOINT_NAMES)
         self.node = rclpy.create_node('demo_recorder', context=ros.context)
         node, ns = self.node, self.ns
         node.create_subscription(JointTrajectory, f'{ns}/{COMMAND_TOPIC}', self._on_command,
@@ -76,14 +93,10 @@ class Recorder:
                                        tuple(point.velocities)))
 
     def _on_joints(self, msg: JointState) -> None:
-        names = tuple(msg.name)
-        if names != self._joint_index[0]:
-            if not set(JOINT_NAMES) <= set(names):
-                return
-            self._joint_index = (names, [names.index(n) for n in JOINT_NAMES])
-        positions = msg.position
-        self.data.joint_states.append(
-            (time.monotonic(), tuple(positions[i] for i in self._joint_index[1])))
+        index = self._joints.of(msg)
+        if index is not None:
+            self.data.joint_states.append((time.monotonic(),
+                                           tuple(msg.position[i] for i in index)))
 
     def _on_log(self, msg: Log) -> None:
         # A controller's logger is <namespace>.<controller> with dots: e.g. demo.on.gripper_...
