@@ -21,12 +21,14 @@ bench/RESULTS.md (or --results); --quick (10 s per run) only prints, unless --wr
 """
 
 import argparse
+from collections.abc import Callable
 import importlib.util
 import os
 from pathlib import Path
 import sys
 import tempfile
 import time
+from typing import Any, TypeVar
 
 from sequence_ai_ros.gateway.process import GatewayProcess
 from sequence_ai_ros.harness.child_processes import ChildProcess, random_domain_id, ros_environment
@@ -63,6 +65,7 @@ LATENCY_S = 0.3
 RESULTS = HERE / 'RESULTS.md'
 WIDE_LIMIT_RAD = 1000.0
 SECTION = '## Control tick'
+T = TypeVar('T')
 
 
 class Bench:
@@ -228,6 +231,17 @@ class Bench:
         finally:
             child.stop(10.0)
 
+    def run_and_report(self, report: Callable[[Any], T]) -> T | None:
+        """Run every planned run, stop every process, return report(self); None on Ctrl-C."""
+        try:
+            self.run()
+            return report(self)
+        except KeyboardInterrupt:
+            print('interrupted: stopping every process')
+            return None
+        finally:
+            self.close()
+
     def run(self) -> None:
         self.spawn('recorder', 'bench._tick_roles', ['recorder', self.record, *self.topics],
                    RECORDER_EXECUTOR)
@@ -289,14 +303,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f'control tick bench: rates {", ".join(f"{r:g}" for r in args.rates)} Hz, '
           f'executors {", ".join(args.executors)}, {args.seconds:g} s per run, '
           f'ROS_DOMAIN_ID {bench.env["ROS_DOMAIN_ID"]}', flush=True)
-    try:
-        bench.run()
-        table, before_after, limit, near = report(bench)
-    except KeyboardInterrupt:
-        print('interrupted: stopping every process')
+    tables = bench.run_and_report(report)
+    if tables is None:
         return 130
-    finally:
-        bench.close()
+    table, before_after, limit, near = tables
     runtime = time.monotonic() - began
     command = command_line('bench.bench_control_tick', argv)
     width, height = args.camera_size

@@ -148,14 +148,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f'recording bench: rates {", ".join(f"{r:g}" for r in args.rates)} Hz on/off, '
           f'models {", ".join(args.models) or "none"}, executor {args.executors[0]}, '
           f'{args.seconds:g} s per run, ROS_DOMAIN_ID {bench.env["ROS_DOMAIN_ID"]}', flush=True)
-    try:
-        bench.run()
-        ticks, on_off, models = report(bench)
-    except KeyboardInterrupt:
-        print('interrupted: stopping every process')
+    tables = bench.run_and_report(report)
+    if tables is None:
         return 130
-    finally:
-        bench.close()
+    ticks, on_off, models = tables
     runtime = time.monotonic() - began
     load = ' / '.join(', '.join(f'{v:.1f}' for v in loads)
                       for loads in (load_before, os.getloadavg()))
