@@ -231,8 +231,16 @@ class Bench:
         finally:
             child.stop(10.0)
 
-    def run_and_report(self, report: Callable[[Any], T]) -> T | None:
-        """Run every planned run, stop every process, return report(self); None on Ctrl-C."""
+    def run_and_report(self, name: str, detail: str, report: Callable[[Any], T]) -> T | None:
+        """
+        Say what runs, run every planned run, stop every process; return report(self).
+
+        `name` and `detail` go into the first line (after the rates); None on Ctrl-C.
+        """
+        args = self.args
+        print(f'{name} bench: rates {", ".join(f"{r:g}" for r in args.rates)} Hz{detail}, '
+              f'{args.seconds:g} s per run, ROS_DOMAIN_ID {self.env["ROS_DOMAIN_ID"]}',
+              flush=True)
         try:
             self.run()
             return report(self)
@@ -299,11 +307,8 @@ def main(argv: list[str] | None = None) -> int:
         print(missing.strip())
     if not args.executors:
         return 2
-    bench = Bench(args)
-    print(f'control tick bench: rates {", ".join(f"{r:g}" for r in args.rates)} Hz, '
-          f'executors {", ".join(args.executors)}, {args.seconds:g} s per run, '
-          f'ROS_DOMAIN_ID {bench.env["ROS_DOMAIN_ID"]}', flush=True)
-    tables = bench.run_and_report(report)
+    tables = Bench(args).run_and_report(
+        'control tick', f', executors {", ".join(args.executors)}', report)
     if tables is None:
         return 130
     table, before_after, limit, near = tables

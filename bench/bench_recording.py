@@ -144,11 +144,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the bench, print the tables, and update RESULTS.md for a full run."""
     args = parse_args(argv)
     began, load_before = time.monotonic(), os.getloadavg()
-    bench = RecordingBench(args)
-    print(f'recording bench: rates {", ".join(f"{r:g}" for r in args.rates)} Hz on/off, '
-          f'models {", ".join(args.models) or "none"}, executor {args.executors[0]}, '
-          f'{args.seconds:g} s per run, ROS_DOMAIN_ID {bench.env["ROS_DOMAIN_ID"]}', flush=True)
-    tables = bench.run_and_report(report)
+    tables = RecordingBench(args).run_and_report(
+        'recording', f' on/off, models {", ".join(args.models) or "none"}, executor '
+        f'{args.executors[0]}', report)
     if tables is None:
         return 130
     ticks, on_off, models = tables
