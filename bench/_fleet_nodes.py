@@ -45,15 +45,13 @@ class Watcher:
     """Lifecycle clients and outcome/chunk subscriptions for every namespace, on one node."""
 
     def __init__(self, domain_id: int) -> None:
-        import rclpy
         from rclpy.qos import QoSProfile, ReliabilityPolicy
-        from sequence_ai_ros.demo.record import RosSide
-        self.ros = RosSide(domain_id)
-        self.node = rclpy.create_node('fleet_watcher', context=self.ros.context)
+        from sequence_ai_ros.harness.ros_side import RosSide
+        self.ros = RosSide('fleet_watcher', domain_id)
+        self.node = self.ros.node
         self.reliable = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
         self.clients: dict[str, Any] = {}
         self._lock = threading.Lock()
-        self.ros.executor.add_node(self.node)
 
     def watch(self, space: Namespace) -> None:
         """Subscribe to one namespace's node and make its lifecycle client."""
@@ -99,9 +97,7 @@ class Watcher:
         return missing
 
     def close(self) -> None:
-        """Remove the watcher's node and stop spinning."""
-        self.ros.executor.remove_node(self.node)
-        self.node.destroy_node()
+        """Stop spinning and remove the watcher's node."""
         self.ros.close()
 
 

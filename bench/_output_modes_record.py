@@ -21,7 +21,8 @@ from rcl_interfaces.srv import SetParameters
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from sequence_ai_ros.demo.controllers import ARM_CONTROLLERS
-from sequence_ai_ros.demo.record import NODE, Recorder, RosSide, SIM
+from sequence_ai_ros.demo.record import JointOrder, NODE, Recorder, SIM
+from sequence_ai_ros.harness.ros_side import RosSide
 from sequence_ai_ros.harness.service_calls import call_service
 from sequence_ai_ros.world.arm_model import JOINT_NAMES
 from std_msgs.msg import Float64MultiArray
@@ -77,7 +78,7 @@ class ModeRecorder(Recorder):
         super().__init__(ros, namespace)
         self.series = Series()
         self.limit_clamps: list[str] = []  # the controller_manager's ERROR lines
-        self._index: tuple[tuple[str, ...], list[int]] = ((), [])
+        self._arm_joints = JointOrder(JOINT_NAMES)
         node, ns = self.node, self.ns
         controller = ARM_CONTROLLERS[output_mode]
         if output_mode.startswith('trajectory'):
@@ -111,12 +112,9 @@ class ModeRecorder(Recorder):
             return False
 
     def _on_state(self, msg: JointState) -> None:
-        names = tuple(msg.name)
-        if names != self._index[0]:
-            if not set(JOINT_NAMES) <= set(names):
-                return
-            self._index = (names, [names.index(n) for n in JOINT_NAMES])
-        index = self._index[1]
+        index = self._arm_joints.of(msg)
+        if index is None:
+            return
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         velocities = tuple(msg.velocity[i] for i in index) if msg.velocity else ()
         with self.series.lock:

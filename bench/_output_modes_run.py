@@ -21,9 +21,9 @@ from typing import Any
 import numpy as np
 from sequence_ai_ros.demo.configs import config_file, find_config
 from sequence_ai_ros.demo.controllers import controller_setup
-from sequence_ai_ros.demo.record import RosSide
 from sequence_ai_ros.gateway.reference_policy import plan_reach
 from sequence_ai_ros.harness.child_processes import ChildProcess, ros_environment
+from sequence_ai_ros.harness.ros_side import RosSide
 from sequence_ai_ros.world import arm_model
 
 from ._output_modes_metrics import Pulse

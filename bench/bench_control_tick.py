@@ -21,18 +21,20 @@ bench/RESULTS.md (or --results); --quick (10 s per run) only prints, unless --wr
 """
 
 import argparse
+from collections.abc import Callable
 import importlib.util
 import os
 from pathlib import Path
 import sys
 import tempfile
 import time
+from typing import Any, TypeVar
 
-from lifecycle_msgs.msg import Transition
 from sequence_ai_ros.gateway.process import GatewayProcess
 from sequence_ai_ros.harness.child_processes import ChildProcess, random_domain_id, ros_environment
 from sequence_ai_ros.harness.proc_stats import CpuWindow
-from sequence_ai_ros.harness.scripted_robot import ScriptedRobot
+from sequence_ai_ros.harness.robot import Robot
+from sequence_ai_ros.harness.ros_side import RosSide
 from sequence_ai_ros.world import arm_model
 import yaml
 
@@ -63,6 +65,7 @@ LATENCY_S = 0.3
 RESULTS = HERE / 'RESULTS.md'
 WIDE_LIMIT_RAD = 1000.0
 SECTION = '## Control tick'
+T = TypeVar('T')
 
 
 class Bench:
@@ -78,7 +81,8 @@ class Bench:
         self.record = os.path.join(self.tmp.name, 'record.txt')
         self.children: list[ChildProcess] = []
         self.gateway: GatewayProcess | None = None
-        self.robot: ScriptedRobot | None = None
+        self.ros: RosSide | None = None  # the robot side's node, spun in this process
+        self.robot: Robot | None = None  # the robot of the node run going on
         self.runs: list[Run] = []
         self.topics: list[str] = []
         self.plan()
@@ -127,6 +131,8 @@ class Bench:
             self.gateway.close()
         if self.robot is not None:
             self.robot.close()
+        if self.ros is not None:
+            self.ros.close()
         self.tmp.cleanup()
 
     def first_receipt(self, index: int, timeout: float) -> float | None:
@@ -154,9 +160,13 @@ class Bench:
 
     def run_node(self, run: Run) -> None:
         ns = self.namespace(run)
-        assert self.robot is not None
+        assert self.ros is not None
         self.gateway = self.fresh_gateway()
-        self.robot.attach(ns)
+        # It holds still at home, commands unheard: the node's publisher serves the recorder.
+        robot = self.robot = Robot(
+            self.ros.node, ns, joint_rate_hz=self.args.joint_rate,
+            camera_rate_hz=self.args.camera_rate, frame_size=self.args.camera_size,
+            watch_commands=False)
         params = {
             'model': 'pi05-droid', 'base_url': self.gateway.base_url,
             'joint_names': list(arm_model.JOINT_NAMES),
@@ -181,18 +191,19 @@ class Bench:
                            ['--ros-args', '-r', f'__ns:=/{ns}', '--params-file', path],
                            run.executor, {'SEQUENCES_API_KEY': KEY})
         try:
-            if not self.robot.transition(ns, Transition.TRANSITION_CONFIGURE):
+            if not robot.configure():
                 raise RuntimeError(f'configure failed:\n{self.log(ns)}')
             time.sleep(SETTLE_S)
             window = CpuWindow(child.proc.pid)
             time.sleep(self.args.idle_seconds)
             _, run.idle_cpu, run.idle_main, _ = window.close()
-            if not self.robot.transition(ns, Transition.TRANSITION_ACTIVATE):
+            if not robot.activate():
                 raise RuntimeError(f'activate failed:\n{self.log(ns)}')
             self.measure(run, child)
         finally:
             child.stop(10.0)
-            self.robot.detach(ns)
+            robot.close()
+            self.robot = None
             ended = [line.split('episode ended: ', 1)[1].strip() for line in
                      self.log(ns).splitlines() if 'episode ended: ' in line]
             if ended and 'shutdown' not in ended[0]:
@@ -220,11 +231,29 @@ class Bench:
         finally:
             child.stop(10.0)
 
+    def run_and_report(self, name: str, detail: str, report: Callable[[Any], T]) -> T | None:
+        """
+        Say what runs, run every planned run, stop every process; return report(self).
+
+        `name` and `detail` go into the first line (after the rates); None on Ctrl-C.
+        """
+        args = self.args
+        print(f'{name} bench: rates {", ".join(f"{r:g}" for r in args.rates)} Hz{detail}, '
+              f'{args.seconds:g} s per run, ROS_DOMAIN_ID {self.env["ROS_DOMAIN_ID"]}',
+              flush=True)
+        try:
+            self.run()
+            return report(self)
+        except KeyboardInterrupt:
+            print('interrupted: stopping every process')
+            return None
+        finally:
+            self.close()
+
     def run(self) -> None:
         self.spawn('recorder', 'bench._tick_roles', ['recorder', self.record, *self.topics],
                    RECORDER_EXECUTOR)
-        self.robot = ScriptedRobot(NAMES, [*arm_model.HOME, 0.0], self.args.joint_rate,
-                                   self.args.camera_rate, self.args.camera_size)
+        self.ros = RosSide('bench_robot')
         for run in self.runs:
             idle = f' (+{self.args.idle_seconds:g} s idle)' if run.kind != 'bare' else ''
             print(f'{run.label or run.kind} on {run.executor} at {run.rate:g} Hz for '
@@ -278,18 +307,11 @@ def main(argv: list[str] | None = None) -> int:
         print(missing.strip())
     if not args.executors:
         return 2
-    bench = Bench(args)
-    print(f'control tick bench: rates {", ".join(f"{r:g}" for r in args.rates)} Hz, '
-          f'executors {", ".join(args.executors)}, {args.seconds:g} s per run, '
-          f'ROS_DOMAIN_ID {bench.env["ROS_DOMAIN_ID"]}', flush=True)
-    try:
-        bench.run()
-        table, before_after, limit, near = report(bench)
-    except KeyboardInterrupt:
-        print('interrupted: stopping every process')
+    tables = Bench(args).run_and_report(
+        'control tick', f', executors {", ".join(args.executors)}', report)
+    if tables is None:
         return 130
-    finally:
-        bench.close()
+    table, before_after, limit, near = tables
     runtime = time.monotonic() - began
     command = command_line('bench.bench_control_tick', argv)
     width, height = args.camera_size

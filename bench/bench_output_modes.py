@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     plan = dict(QUICK if args.quick else FULL)
     if args.repeats:
         plan['repeats'] = args.repeats
-    from sequence_ai_ros.demo.record import RosSide
+    from sequence_ai_ros.harness.ros_side import RosSide
 
     began, busy_before = time.monotonic(), machine_jiffies()
     code = provenance()
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             gateway.start()
             lower_priority(gateway.pid)
-            ros = RosSide(domain)
+            ros = RosSide('bench_output_modes', domain)
             setup = Setup(ros, domain, gateway.base_url, key, Path(tmp), plan['clean_s'],
                           DELAYS_S * plan['stops_per_delay'], args.seed)
             total = plan['repeats'] * len(args.rates) * len(args.modes)

@@ -97,10 +97,10 @@ class RecordingBench(Bench):
                 self.recording[status.hardware_id] = values.get('recording', '')
 
     def run_node(self, run: Any) -> None:
-        assert self.robot is not None
+        assert self.ros is not None
         if self._diagnostics is None:
             # The robot's node spins in its own thread in this process: it hears /diagnostics.
-            self._diagnostics = self.robot.node.create_subscription(
+            self._diagnostics = self.ros.node.create_subscription(
                 DiagnosticArray, '/diagnostics', self.on_diagnostics, 10)
         try:
             super().run_node(run)
@@ -144,18 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     """Run the bench, print the tables, and update RESULTS.md for a full run."""
     args = parse_args(argv)
     began, load_before = time.monotonic(), os.getloadavg()
-    bench = RecordingBench(args)
-    print(f'recording bench: rates {", ".join(f"{r:g}" for r in args.rates)} Hz on/off, '
-          f'models {", ".join(args.models) or "none"}, executor {args.executors[0]}, '
-          f'{args.seconds:g} s per run, ROS_DOMAIN_ID {bench.env["ROS_DOMAIN_ID"]}', flush=True)
-    try:
-        bench.run()
-        ticks, on_off, models = report(bench)
-    except KeyboardInterrupt:
-        print('interrupted: stopping every process')
+    tables = RecordingBench(args).run_and_report(
+        'recording', f' on/off, models {", ".join(args.models) or "none"}, executor '
+        f'{args.executors[0]}', report)
+    if tables is None:
         return 130
-    finally:
-        bench.close()
+    ticks, on_off, models = tables
     runtime = time.monotonic() - began
     load = ' / '.join(', '.join(f'{v:.1f}' for v in loads)
                       for loads in (load_before, os.getloadavg()))

@@ -21,9 +21,9 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from sequence_ai_ros.demo.configs import config_file, find_config
 from sequence_ai_ros.demo.controllers import controller_setup
-from sequence_ai_ros.demo.record import RosSide
 from sequence_ai_ros.gateway.process import GatewayProcess
 from sequence_ai_ros.harness.child_processes import ChildProcess, ros_environment
+from sequence_ai_ros.harness.ros_side import RosSide
 from sequence_ai_ros.harness.service_calls import change_state, lifecycle_state
 from sequence_ai_ros.world import arm_model
 from std_msgs.msg import Float64MultiArray, String
@@ -83,7 +83,7 @@ def run(tmp_path, domain, gateway, mode, distro, actions=45, time_scale=1.0, **n
         '--ros-args', '-r', f'__ns:={ns}', '--params-file', str(config_file('pi05-droid')),
         *[a for k, v in params.items() for a in ('-p', f'{k}:={_value(v)}')]],
         dict(env, SEQUENCES_API_KEY=KEY), tmp_path / 'node.log')
-    ros = RosSide(domain)
+    ros = RosSide('forward_episode', domain)
     episode = Episode()
     recorder = _Recorder(ros, ns, params['controller_name'], episode)
     try:

@@ -1,8 +1,7 @@
 """The demo's own ROS node: drive the policy node's lifecycle and record what the loop does."""
 
+from collections.abc import Sequence
 import json
-import os
-import threading
 import time
 from typing import Any
 
@@ -10,10 +9,9 @@ from diagnostic_msgs.msg import DiagnosticArray
 from lifecycle_msgs.srv import ChangeState, GetState
 from rcl_interfaces.msg import Log
 import rclpy
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
-from sequence_ai_ros.harness.child_processes import localhost_discovery
+from sequence_ai_ros.harness.ros_side import RosSide
 from sequence_ai_ros.harness.service_calls import change_state, lifecycle_state
 from sequence_ai_ros.sim.arm import JOINT_NAMES
 from std_msgs.msg import Float64, String
@@ -27,36 +25,20 @@ NODE = 'policy_node'
 SIM = 'sim_arm'
 
 
-class RosSide:
-    """A private rclpy context on the demo's domain, spun on a background thread."""
+class JointOrder:
+    """Where some joints sit in a JointState, worked out once per order of its names."""
 
-    def __init__(self, domain_id: int) -> None:
-        # Read by DDS when the context starts: the same loopback-only discovery as the children.
-        os.environ.update(localhost_discovery())
-        self.context = rclpy.Context()
-        try:
-            from rclpy.signals import SignalHandlerOptions
-            # Ctrl-C must reach the demo's own clean-up, not shut this context down first.
-            rclpy.init(context=self.context, domain_id=domain_id,
-                       signal_handler_options=SignalHandlerOptions.NO)
-        except ImportError:
-            rclpy.init(context=self.context, domain_id=domain_id)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self._running = True
-        self._thread = threading.Thread(target=self._spin, name='demo-ros', daemon=True)
-        self._thread.start()
+    def __init__(self, names: Sequence[str]) -> None:
+        self.names = tuple(names)
+        self._seen: tuple[tuple[str, ...], list[int] | None] = ((), None)
 
-    def _spin(self) -> None:
-        while self._running and self.context.ok():
-            self.executor.spin_once(timeout_sec=0.05)
-
-    def close(self) -> None:
-        """Stop spinning and shut the context down."""
-        self._running = False
-        self._thread.join(5.0)
-        self.executor.shutdown()
-        if self.context.ok():
-            rclpy.shutdown(context=self.context)
+    def of(self, msg: JointState) -> list[int] | None:
+        """Return the index in `msg` of each of `names`, or None if one is missing."""
+        names = tuple(msg.name)
+        if names != self._seen[0]:
+            found = set(self.names) <= set(names)
+            self._seen = (names, [names.index(n) for n in self.names] if found else None)
+        return self._seen[1]
 
 
 class Recorder:
@@ -66,7 +48,7 @@ class Recorder:
         self.ros = ros
         self.ns = namespace.rstrip('/')
         self.data = Recording()
-        self._joint_index: tuple[tuple[str, ...], list[int]] = ((), [])
+        self._joints = JointOrder(JOINT_NAMES)
         self.node = rclpy.create_node('demo_recorder', context=ros.context)
         node, ns = self.node, self.ns
         node.create_subscription(JointTrajectory, f'{ns}/{COMMAND_TOPIC}', self._on_command,
@@ -111,14 +93,10 @@ class Recorder:
                                        tuple(point.velocities)))
 
     def _on_joints(self, msg: JointState) -> None:
-        names = tuple(msg.name)
-        if names != self._joint_index[0]:
-            if not set(JOINT_NAMES) <= set(names):
-                return
-            self._joint_index = (names, [names.index(n) for n in JOINT_NAMES])
-        positions = msg.position
-        self.data.joint_states.append(
-            (time.monotonic(), tuple(positions[i] for i in self._joint_index[1])))
+        index = self._joints.of(msg)
+        if index is not None:
+            self.data.joint_states.append((time.monotonic(),
+                                           tuple(msg.position[i] for i in index)))
 
     def _on_log(self, msg: Log) -> None:
         # A controller's logger is <namespace>.<controller> with dots: e.g. demo.on.gripper_...

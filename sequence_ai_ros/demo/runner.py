@@ -68,7 +68,7 @@ class Demo:
 
     def run(self) -> int:
         """Run the episodes, print the outcome, write the picture; return the exit status."""
-        from .record import RosSide  # rclpy only once the demo really runs
+        from sequence_ai_ros.harness.ros_side import RosSide  # rclpy only once the demo runs
 
         args, profile = self.args, self.profile
         flags = ['--time-scale', repr(self.scale), '--scenario', args.scenario]
@@ -87,7 +87,7 @@ class Demo:
         check_stop()
         self.status = RunStatus(self.gateway, profile, self.actions)
         self.progress.line(f'local gateway on {self.gateway.base_url} (key auth, one demo key)')
-        self.ros = RosSide(self.domain_id)
+        self.ros = RosSide('sequence_ai_ros_demo', self.domain_id)
         runs = self.runs
         runs.append(self.episode('prefetch on', True))
         check_stop()

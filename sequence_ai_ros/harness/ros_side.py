@@ -1,21 +1,32 @@
 """
 The caller's own side of DDS: a private rclpy context and one node, spun on a thread.
 
-For tests, benchmarks and scripts that play a robot or watch a node from their own process:
-they create entities on `node` and wait on them from their own thread.
+For tests, benchmarks, scripts and the demo, which play a robot or watch a node from their own
+process: they create entities on `node` (or add nodes of their own to `executor`) and wait on
+them from their own thread.
 """
 
+import os
 import threading
 from typing import Any
 
 import rclpy
 from rclpy.executors import SingleThreadedExecutor
+from sequence_ai_ros.harness.child_processes import localhost_discovery
 
 
 def init_context(domain_id: int | None = None) -> Any:
-    """Return a started rclpy context (on `domain_id` if given) that leaves Ctrl-C alone."""
+    """
+    Return a started rclpy context that leaves Ctrl-C alone.
+
+    On `domain_id` if given, with discovery on loopback as ros_environment gives the children
+    there (DDS reads it when the context starts); else on this process's ROS_DOMAIN_ID.
+    """
     context = rclpy.Context()
-    domain = {} if domain_id is None else {'domain_id': domain_id}
+    domain: dict[str, Any] = {}
+    if domain_id is not None:
+        os.environ.update(localhost_discovery())
+        domain = {'domain_id': domain_id}
     try:  # the caller's Ctrl-C handling stays its own (rclpy >= Iron)
         from rclpy.signals import SignalHandlerOptions
         rclpy.init(context=context, signal_handler_options=SignalHandlerOptions.NO, **domain)
@@ -25,7 +36,7 @@ def init_context(domain_id: int | None = None) -> Any:
 
 
 class RosSide:
-    """An rclpy context, a node `node_name` in it, and a thread spinning that node."""
+    """An rclpy context, a node `node_name` in it, and a thread spinning its executor."""
 
     def __init__(self, node_name: str = 'test_side', domain_id: int | None = None) -> None:
         self.context = init_context(domain_id)
