@@ -279,17 +279,17 @@ def test_the_node_names_control_msgs_when_it_cannot_be_imported(monkeypatch):
 
 # -- the node: GripperCommand over DDS in this process ---------------------------------------
 
-@pytest.fixture
-def gripper(ros):
+def controllers_with_clients(ros, action, prefix, **defaults):
+    """Yield a maker of controller nodes, each with an action client; destroy them after."""
     made = []
 
     def make(**params):
-        name = f'gripper_action_controller_{next(NAMES)}'
+        name = f'{prefix}_{next(NAMES)}'
         node = GripperActionController(
-            name=name, context=ros.context,
-            parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+            name=name, context=ros.context, parameter_overrides=[
+                Parameter(k, value=v) for k, v in {**defaults, **params}.items()])
         ros.executor.add_node(node)
-        client = ActionClient(ros.node, GripperCommand, f'/{name}/gripper_cmd')
+        client = ActionClient(ros.node, action, f'/{name}/gripper_cmd')
         assert client.wait_for_server(timeout_sec=10)
         made.append((node, client))
         return node, client
@@ -298,6 +298,11 @@ def gripper(ros):
         client.destroy()
         ros.executor.remove_node(node)
         node.destroy_node()
+
+
+@pytest.fixture
+def gripper(ros):
+    yield from controllers_with_clients(ros, GripperCommand, 'gripper_action_controller')
 
 
 def clock(node):
