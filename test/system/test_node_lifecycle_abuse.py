@@ -109,6 +109,25 @@ def healthy(process) -> None:
     assert log_faults(process.log()) == [], process.log()[-3000:]
 
 
+def hold_after(robot, index, asked) -> tuple[float | None, dict | None, list]:
+    """Return the hold after `asked`, the episode's outcome, and what was published after it."""
+    held = final_hold(robot, asked)
+    result = outcome_after(robot, index, 10)
+    time.sleep(QUIET_S)
+    return held, result, commands_after(robot, held) if held else commands_after(robot, asked)
+
+
+def in_flight_row(case, outcome, held, asked, after_hold, before, after) -> FaultRow:
+    """Return the matrix row of a transition made with a request in flight."""
+    return FaultRow(
+        area='lifecycle', case=case, outcome=outcome,
+        time_to_hold_s=None if held is None else round(held - asked, 3),
+        commands_after_fault=len(after_hold),
+        unsafe_commands=sum(not is_hold(msg) for _, msg in after_hold),
+        threads=(before[0], after[0]), sockets=(before[1], after[1]),
+        extra={'tcp_sockets': [before[2], after[2]]})
+
+
 def test_deactivate_with_a_request_in_flight(node, gateway, fault_matrix):
     robot, process = node
     before = counts(process.proc.pid)
@@ -116,20 +135,13 @@ def test_deactivate_with_a_request_in_flight(node, gateway, fault_matrix):
     activate_until_in_flight(robot, process, gateway)
     asked = time.monotonic()
     assert robot.deactivate()
-    held = final_hold(robot, asked)
-    result = outcome_after(robot, index, 10)
-    time.sleep(QUIET_S)
-    after_hold = commands_after(robot, held) if held else commands_after(robot, asked)
+    held, result, after_hold = hold_after(robot, index, asked)
     after = settle(process.proc.pid, before)
-    fault_matrix.record(FaultRow(
-        area='lifecycle', case='deactivate with a request in flight',
-        outcome='hold published before the transition returns; the answer in flight is '
-                'dropped; inactive',
-        time_to_hold_s=None if held is None else round(held - asked, 3),
-        commands_after_fault=len(after_hold),
-        unsafe_commands=sum(not is_hold(msg) for _, msg in after_hold),
-        threads=(before[0], after[0]), sockets=(before[1], after[1]),
-        extra={'tcp_sockets': [before[2], after[2]]}))
+    fault_matrix.record(in_flight_row(
+        'deactivate with a request in flight',
+        'hold published before the transition returns; the answer in flight is dropped; '
+        'inactive',
+        held, asked, after_hold, before, after))
     assert result is not None and result['reason'] == 'deactivated', result
     assert held is not None and held - asked <= CONTROL_PERIOD_S + MARGIN_S
     assert after_hold == [], 'the answer in flight was played'
@@ -149,10 +161,7 @@ def test_cleanup_with_a_request_in_flight(node, gateway, fault_matrix):
     assert robot.deactivate()
     assert robot.cleanup()  # closes the connection under the request still in flight
     cleaned = robot.state()
-    held = final_hold(robot, asked)
-    result = outcome_after(robot, index, 10)
-    time.sleep(QUIET_S)
-    after_hold = commands_after(robot, held) if held else commands_after(robot, asked)
+    held, result, after_hold = hold_after(robot, index, asked)
     # It comes back: configure and an episode again.
     assert robot.configure(), process.log()
     again = time.monotonic()
@@ -160,15 +169,11 @@ def test_cleanup_with_a_request_in_flight(node, gateway, fault_matrix):
     moved = wait_until(lambda: moving_after(robot, again) >= 5, 20)
     assert robot.deactivate()
     after = settle(process.proc.pid, before)
-    fault_matrix.record(FaultRow(
-        area='lifecycle', case='cleanup with a request in flight (after deactivate)',
-        outcome='cleanup from active refused; deactivate holds, cleanup closes the connection '
-                'under the request; unconfigured; configures and runs again',
-        time_to_hold_s=None if held is None else round(held - asked, 3),
-        commands_after_fault=len(after_hold),
-        unsafe_commands=sum(not is_hold(msg) for _, msg in after_hold),
-        threads=(before[0], after[0]), sockets=(before[1], after[1]),
-        extra={'tcp_sockets': [before[2], after[2]]}))
+    fault_matrix.record(in_flight_row(
+        'cleanup with a request in flight (after deactivate)',
+        'cleanup from active refused; deactivate holds, cleanup closes the connection '
+        'under the request; unconfigured; configures and runs again',
+        held, asked, after_hold, before, after))
     assert not refused and still == 'active'
     assert cleaned == 'unconfigured'
     assert result is not None and result['reason'] == 'deactivated', result
@@ -237,10 +242,7 @@ def test_shutdown_transition_while_active(node, gateway, fault_matrix):
     activate_until_in_flight(robot, process, gateway)
     asked = time.monotonic()
     assert robot.transition(Transition.TRANSITION_ACTIVE_SHUTDOWN)
-    held = final_hold(robot, asked)
-    result = outcome_after(robot, index, 10)
-    time.sleep(QUIET_S)
-    after_hold = commands_after(robot, held) if held else commands_after(robot, asked)
+    held, result, after_hold = hold_after(robot, index, asked)
     fault_matrix.record(FaultRow(
         area='lifecycle', case='shutdown transition while active, request in flight',
         outcome='hold, then everything released; finalized; the process keeps running',
