@@ -33,6 +33,7 @@ from sequence_ai_ros.sim.gripper_rules import (
     Outcome,
     SUCCEEDED,
 )
+from spun_nodes import spun_nodes
 
 try:
     from control_msgs.action import GripperCommand
@@ -281,23 +282,20 @@ def test_the_node_names_control_msgs_when_it_cannot_be_imported(monkeypatch):
 
 def controllers_with_clients(ros, action, prefix, **defaults):
     """Yield a maker of controller nodes, each with an action client; destroy them after."""
-    made = []
-
-    def make(**params):
-        name = f'{prefix}_{next(NAMES)}'
-        node = GripperActionController(
-            name=name, context=ros.context, parameter_overrides=[
-                Parameter(k, value=v) for k, v in {**defaults, **params}.items()])
-        ros.executor.add_node(node)
-        client = ActionClient(ros.node, action, f'/{name}/gripper_cmd')
-        assert client.wait_for_server(timeout_sec=10)
-        made.append((node, client))
-        return node, client
-    yield make
-    for node, client in made:
-        client.destroy()
-        ros.executor.remove_node(node)
-        node.destroy_node()
+    clients = []
+    with spun_nodes(ros) as spin:
+        def make(**params):
+            name = f'{prefix}_{next(NAMES)}'
+            node = spin(GripperActionController(
+                name=name, context=ros.context, parameter_overrides=[
+                    Parameter(k, value=v) for k, v in {**defaults, **params}.items()]))
+            client = ActionClient(ros.node, action, f'/{name}/gripper_cmd')
+            assert client.wait_for_server(timeout_sec=10)
+            clients.append(client)
+            return node, client
+        yield make
+        for client in clients:
+            client.destroy()
 
 
 @pytest.fixture

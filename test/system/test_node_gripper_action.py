@@ -23,6 +23,7 @@ from sequence_ai_ros.sim.gripper_action import (
     GripperActionController,
     PARALLEL_TYPE,
 )
+from spun_nodes import spun_nodes
 
 try:
     from control_msgs.action import FollowJointTrajectory, ParallelGripperCommand  # noqa: F401
@@ -59,21 +60,13 @@ def test_the_served_type_chooses_the_action_and_anything_else_is_named():
 
 @pytest.fixture
 def controller(ros):
-    made = []
-
-    def make(kind, **params):
-        name = f'gripper_action_controller_{next(NAMES)}'
-        overrides = {'type': kind, **params}
-        node = GripperActionController(
-            name=name, context=ros.context,
-            parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()])
-        ros.executor.add_node(node)
-        made.append(node)
-        return node
-    yield make
-    for node in made:
-        ros.executor.remove_node(node)
-        node.destroy_node()
+    with spun_nodes(ros) as spin:
+        def make(kind, **params):
+            overrides = {'type': kind, **params}
+            return spin(GripperActionController(
+                name=f'gripper_action_controller_{next(NAMES)}', context=ros.context,
+                parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()]))
+        yield make
 
 
 @pytest.fixture
