@@ -40,6 +40,13 @@ try:
 except ImportError:
     GripperCommand = None
 needs_control_msgs = pytest.mark.skipif(GripperCommand is None, reason=CONTROL_MSGS_MISSING)
+try:
+    from control_msgs.action import ParallelGripperCommand
+except ImportError:  # before control_msgs 5.1
+    ParallelGripperCommand = None
+needs_parallel_gripper = pytest.mark.skipif(
+    ParallelGripperCommand is None,
+    reason='control_msgs with ParallelGripperCommand (a ROS package, not on PyPI) is missing')
 
 JOINT = 'panda_finger_joint1'
 CLOSED, OPEN = 0.0, 0.04

@@ -15,20 +15,16 @@ from ros.test_sim_gripper_action import (
     Finger,
     hardware,
     JOINT,
+    needs_parallel_gripper,
     OPEN,
+    ParallelGripperCommand,
     result_of,
 )
 from ros_harness import wait_until
 from sequence_ai_ros.harness.service_calls import call_service
 from sequence_ai_ros.sim.gripper_action import PARALLEL_TYPE
 
-try:
-    from control_msgs.action import ParallelGripperCommand
-except ImportError:
-    ParallelGripperCommand = None
-pytestmark = pytest.mark.skipif(
-    ParallelGripperCommand is None,
-    reason='control_msgs with ParallelGripperCommand (a ROS package, not on PyPI) is missing')
+pytestmark = needs_parallel_gripper
 
 
 @pytest.fixture
