@@ -117,15 +117,20 @@ def hold_after(robot, index, asked) -> tuple[float | None, dict | None, list]:
     return held, result, commands_after(robot, held) if held else commands_after(robot, asked)
 
 
-def in_flight_row(case, outcome, held, asked, after_hold, before, after) -> FaultRow:
-    """Return the matrix row of a transition made with a request in flight."""
-    return FaultRow(
+def record_in_flight(fault_matrix, case, outcome, asked, got, before, after) -> None:
+    """Record a transition made with a request in flight; check it held and dropped the answer."""
+    held, result, after_hold = got
+    fault_matrix.record(FaultRow(
         area='lifecycle', case=case, outcome=outcome,
         time_to_hold_s=None if held is None else round(held - asked, 3),
         commands_after_fault=len(after_hold),
         unsafe_commands=sum(not is_hold(msg) for _, msg in after_hold),
         threads=(before[0], after[0]), sockets=(before[1], after[1]),
-        extra={'tcp_sockets': [before[2], after[2]]})
+        extra={'tcp_sockets': [before[2], after[2]]}))
+    assert result is not None and result['reason'] == 'deactivated', result
+    assert held is not None and held - asked <= CONTROL_PERIOD_S + MARGIN_S
+    assert after_hold == [], 'the answer in flight was played after the hold'
+    assert no_growth(before, after), (before, after)
 
 
 def test_deactivate_with_a_request_in_flight(node, gateway, fault_matrix):
@@ -135,18 +140,13 @@ def test_deactivate_with_a_request_in_flight(node, gateway, fault_matrix):
     activate_until_in_flight(robot, process, gateway)
     asked = time.monotonic()
     assert robot.deactivate()
-    held, result, after_hold = hold_after(robot, index, asked)
+    got = hold_after(robot, index, asked)
     after = settle(process.proc.pid, before)
-    fault_matrix.record(in_flight_row(
-        'deactivate with a request in flight',
+    record_in_flight(
+        fault_matrix, 'deactivate with a request in flight',
         'hold published before the transition returns; the answer in flight is dropped; '
-        'inactive',
-        held, asked, after_hold, before, after))
-    assert result is not None and result['reason'] == 'deactivated', result
-    assert held is not None and held - asked <= CONTROL_PERIOD_S + MARGIN_S
-    assert after_hold == [], 'the answer in flight was played'
+        'inactive', asked, got, before, after)
     assert robot.state() == 'inactive'
-    assert no_growth(before, after), (before, after)
     healthy(process)
 
 
@@ -161,7 +161,7 @@ def test_cleanup_with_a_request_in_flight(node, gateway, fault_matrix):
     assert robot.deactivate()
     assert robot.cleanup()  # closes the connection under the request still in flight
     cleaned = robot.state()
-    held, result, after_hold = hold_after(robot, index, asked)
+    got = hold_after(robot, index, asked)
     # It comes back: configure and an episode again.
     assert robot.configure(), process.log()
     again = time.monotonic()
@@ -169,18 +169,13 @@ def test_cleanup_with_a_request_in_flight(node, gateway, fault_matrix):
     moved = wait_until(lambda: moving_after(robot, again) >= 5, 20)
     assert robot.deactivate()
     after = settle(process.proc.pid, before)
-    fault_matrix.record(in_flight_row(
-        'cleanup with a request in flight (after deactivate)',
+    record_in_flight(
+        fault_matrix, 'cleanup with a request in flight (after deactivate)',
         'cleanup from active refused; deactivate holds, cleanup closes the connection '
-        'under the request; unconfigured; configures and runs again',
-        held, asked, after_hold, before, after))
+        'under the request; unconfigured; configures and runs again', asked, got, before, after)
     assert not refused and still == 'active'
     assert cleaned == 'unconfigured'
-    assert result is not None and result['reason'] == 'deactivated', result
-    assert held is not None and held - asked <= CONTROL_PERIOD_S + MARGIN_S
-    assert after_hold == [], 'published after the hold'
     assert moved, 'no motion after configuring again'
-    assert no_growth(before, after), (before, after)
     healthy(process)
 
 
