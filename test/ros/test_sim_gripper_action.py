@@ -310,6 +310,15 @@ def gripper(ros):
     yield from controllers_with_clients(ros, GripperCommand, 'gripper_action_controller')
 
 
+def parameter_values(ros, node, names):
+    """Return the values of `node`'s parameters `names`, asked over its get_parameters."""
+    service = ros.node.create_client(GetParameters, f'/{node.get_name()}/get_parameters')
+    try:
+        return call_service(service, GetParameters.Request(names=names), 10).values
+    finally:
+        ros.node.destroy_client(service)
+
+
 def clock(node):
     return node.get_clock().now().nanoseconds * 1e-9
 
@@ -438,11 +447,7 @@ def test_get_parameters_answers_upstreams_parameters(ros, gripper):
     node, _ = gripper(goal_tolerance=0.002)
     names = ['joint', 'goal_tolerance', 'max_effort', 'allow_stalling',
              'stall_velocity_threshold', 'stall_timeout', 'action_monitor_rate']
-    service = ros.node.create_client(GetParameters, f'/{node.get_name()}/get_parameters')
-    try:
-        values = call_service(service, GetParameters.Request(names=names), 10).values
-    finally:
-        ros.node.destroy_client(service)
+    values = parameter_values(ros, node, names)
     assert values[0].string_value == JOINT
     assert [v.double_value for v in values[1:3]] == [0.002, 0.0]
     assert values[3].bool_value is False

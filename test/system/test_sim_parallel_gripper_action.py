@@ -8,7 +8,6 @@ test_sim_gripper_action's servo, stepped by that module's hardware thread.
 
 from action_msgs.msg import GoalStatus
 import pytest
-from rcl_interfaces.srv import GetParameters
 from ros.test_sim_gripper_action import (
     CLOSED,
     controllers_with_clients,
@@ -18,10 +17,10 @@ from ros.test_sim_gripper_action import (
     needs_parallel_gripper,
     OPEN,
     ParallelGripperCommand,
+    parameter_values,
     result_of,
 )
 from ros_harness import wait_until
-from sequence_ai_ros.harness.service_calls import call_service
 from sequence_ai_ros.sim.gripper_action import PARALLEL_TYPE
 
 pytestmark = needs_parallel_gripper
@@ -103,11 +102,7 @@ def test_get_parameters_answers_upstreams_parameters(ros, gripper):
     names = ['type', 'joint', 'goal_tolerance', 'max_effort', 'max_velocity', 'allow_stalling',
              'stall_velocity_threshold', 'stall_timeout', 'action_monitor_rate',
              'max_effort_interface', 'max_velocity_interface', 'state_interfaces']
-    service = ros.node.create_client(GetParameters, f'/{node.get_name()}/get_parameters')
-    try:
-        values = call_service(service, GetParameters.Request(names=names), 10).values
-    finally:
-        ros.node.destroy_client(service)
+    values = parameter_values(ros, node, names)
     assert [v.string_value for v in values[:2]] == [PARALLEL_TYPE, JOINT]
     assert [v.double_value for v in values[2:5]] == [0.002, 10.0, 0.1]
     assert values[5].bool_value is False
