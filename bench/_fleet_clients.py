@@ -23,22 +23,14 @@ import time
 from typing import Any
 import warnings
 
-from sequence_ai_ros.client import (
-    full_model_id,
-    ImageFrame,
-    Observation,
-    Policy,
-    Proprioception,
-    Transport,
-)
+from sequence_ai_ros.client import ImageFrame, Transport
 from sequence_ai_ros.harness.proc_stats import cpu_seconds
-from sequence_ai_ros.harness.stamped_actions import SequenceCheck
-from sequence_ai_ros.harness.stamped_observer import StampedObserver
+from sequence_ai_ros.harness.stamped_loop import StampedLoop
 from sequence_ai_ros.node.images import encode_raw_image
 from sequence_ai_ros.sim.render import SceneRenderer
 from sequence_ai_ros.world import arm_model
 
-from ._fleet_policy import instruction, PREFIX
+from ._fleet_policy import PREFIX
 
 HERE = Path(__file__).resolve().parent
 
@@ -76,31 +68,18 @@ class LoopResult:
     error: str = ''
 
 
-class ClientLoop:
+class ClientLoop(StampedLoop):
     """One control loop on its own Policy (its own connection pool), started from a barrier."""
 
     def __init__(self, client: int, base_url: str, api_key: str, model: str, actions: int,
                  frames: tuple[str, str]) -> None:
+        exterior, wrist = frames
+        super().__init__(client, Transport(api_key=api_key, base_url=base_url), model,
+                         [ImageFrame('exterior_1', exterior), ImageFrame('wrist', wrist)],
+                         PREFIX)
         self.client = client
         self.actions = actions
-        self.frames = frames
-        self.check = SequenceCheck(client)
-        transport = Transport(api_key=api_key, base_url=base_url)
-        self.stamps = StampedObserver(self.check, PREFIX)
-        self.policy = Policy(transport, full_model_id(model), observer=self.stamps)
-        self.requested = 0
         self.result: LoopResult | None = None
-
-    def observe(self) -> Observation:
-        """Return the synthetic observation, numbered: one call per request, in order."""
-        seq = self.requested
-        self.requested += 1
-        exterior, wrist = self.frames
-        return Observation(
-            images=[ImageFrame('exterior_1', exterior), ImageFrame('wrist', wrist)],
-            proprioception=Proprioception(
-                joint_positions=[float(v) for v in arm_model.HOME], gripper=0.0),
-            instruction=instruction(self.client, seq))
 
     def run(self, start_at: float) -> None:
         """Wait for the common start, run, drain what is in flight, then close."""
@@ -126,14 +105,10 @@ class ClientLoop:
     def _result(self, outcome: dict[str, Any], error: str) -> LoopResult:
         policy, check = self.stamps, self.check
         answered = policy.answered | policy.failed
-        played = set(check.played)
-        # The run's last answers may land after max_actions: they are not skips.
-        newest_played = max(played, default=-1)
-        unplayed = len({s for s in policy.answered - played if s < newest_played})
         return LoopResult(
             client=self.client, outcome=outcome, requested=self.requested,
             sent=len(policy.sent), received=len(policy.answered), failed=len(policy.failed),
-            lost=len(policy.sent - answered), unplayed=unplayed, check=check.breaks(),
+            lost=len(policy.sent - answered), unplayed=len(self.unplayed()), check=check.breaks(),
             breaks=check.total, timings=list(policy.timings), error=error)
 
 

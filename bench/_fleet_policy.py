@@ -13,14 +13,9 @@ from typing import Any
 import numpy as np
 from sequence_ai_ros.gateway.catalogue import ModelProfile
 from sequence_ai_ros.gateway.reference_policy import ReferencePolicy
-from sequence_ai_ros.harness.stamped_actions import read_instruction, stamp, stamped_instruction
+from sequence_ai_ros.harness.stamped_actions import read_instruction, stamp
 
 PREFIX = 'fleet'
-
-
-def instruction(client: int, seq: int) -> str:
-    """Return the instruction that carries a loop's id and its request's sequence number."""
-    return stamped_instruction(PREFIX, client, seq)
 
 
 class FleetPolicy:

@@ -55,8 +55,15 @@ PACKAGE = 'sequence_ai_ros'
 COMMAND_TOPIC = 'joint_trajectory_controller/joint_trajectory'
 # String parameters that an argument overrides only when given: an empty launch argument
 # would otherwise replace the file's value (and launch_ros cannot even type an empty string).
-OVERRIDES = ('base_url', 'hold_service', 'instruction', 'output_mode', 'controller_name',
-             'gripper_interface', 'gripper_controller', 'gripper_action_name')
+# Arguments that override the parameter file where given ('' keeps the file's), with what
+# each sets where its name alone does not say.
+OVERRIDES = {
+    'base_url': 'gateway URL',
+    'hold_service': 'std_srvs/Trigger service called on every hold',
+    'instruction': 'the task in words',
+    **{name: name for name in ('output_mode', 'controller_name', 'gripper_interface',
+                               'gripper_controller', 'gripper_action_name')},
+}
 
 
 def _policy_node(context):
@@ -109,17 +116,9 @@ def generate_launch_description():
         DeclareLaunchArgument(
             'joint_states_topic', default_value='joint_states',
             description='sensor_msgs/JointState topic of the arm'),
-        DeclareLaunchArgument(
-            'base_url', default_value='',
-            description="gateway URL; '' keeps the parameter file's"),
-        DeclareLaunchArgument(
-            'hold_service', default_value='',
-            description="std_srvs/Trigger service called on every hold; '' keeps the file's"),
-        DeclareLaunchArgument(
-            'instruction', default_value='',
-            description="the task in words; '' keeps the parameter file's"),
-        *(DeclareLaunchArgument(name, default_value='', description=f"{name}; '' keeps the "
-                                "parameter file's") for name in OVERRIDES[3:]),
+        *(DeclareLaunchArgument(name, default_value='',
+                                description=f"{what}; '' keeps the parameter file's")
+          for name, what in OVERRIDES.items()),
         DeclareLaunchArgument(
             'autostart', default_value='true',
             description='configure and activate the node at once'),

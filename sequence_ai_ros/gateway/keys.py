@@ -127,21 +127,20 @@ class KeyLedger:
 
     def commit(self, reservation: Reservation) -> None:
         """Charge the held unit: the call succeeded."""
-        if reservation.settled:
-            return
-        reservation.settled = True
-        if reservation.key is not None:
-            with self._lock:
-                self._acts[reservation.key] += 1
+        self._settle(reservation, self._acts)
 
     def refund(self, reservation: Reservation) -> None:
         """Give the held unit back: failed calls are free."""
+        self._settle(reservation, self._credit)
+
+    def _settle(self, reservation: Reservation, tally: dict[str, int]) -> None:
+        # Once only: a reservation is either charged or refunded, never both nor twice.
         if reservation.settled:
             return
         reservation.settled = True
         if reservation.key is not None:
             with self._lock:
-                self._credit[reservation.key] += 1
+                tally[reservation.key] += 1
 
     def snapshot(self) -> dict[str, dict[str, int]]:
         """Per masked key: successful acts and credit left."""

@@ -38,15 +38,16 @@ GRIPPER_INTERFACES = (WITH_ARM, ACTION, TRAJECTORY, FORWARD)
 _SUCCEEDED, _CANCELED, _ABORTED = 4, 5, 6
 
 
-def import_gripper_action(action: str = 'GripperCommand') -> Any:
-    """Return control_msgs' `action` type; ImportError says what to install."""
+def import_gripper_action(action: str = 'GripperCommand',
+                          needed_by: str = "gripper_interface 'action'") -> Any:
+    """Return control_msgs' `action` type; ImportError says what needs it and what to install."""
     try:
         from control_msgs import action as actions
         return getattr(actions, action)
     except (ImportError, AttributeError) as exc:
         raise ImportError(
-            f"gripper_interface 'action' needs control_msgs/action/{action} "
-            '(ros-<distro>-control-msgs, part of every ros2_control install; '
+            f'{needed_by} needs control_msgs/action/{action} '
+            '(ros-<distro>-control-msgs, part of every ros2_control install, not on PyPI; '
             'ParallelGripperCommand since control_msgs 5.1); it cannot be imported here'
         ) from exc
 

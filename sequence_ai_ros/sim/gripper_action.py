@@ -27,6 +27,7 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import GoalEvent, ServerGoalHandle
 from rclpy.node import Node
 from rclpy.task import Future
+from sequence_ai_ros.node.gripper import import_gripper_action
 from sequence_ai_ros.sim.controller_base import POSITION, SwitchedController
 from sequence_ai_ros.sim.gripper_rules import (
     CANCELED,
@@ -51,15 +52,7 @@ CONTROLLER_TYPES = {GRIPPER_COMMAND_TYPE: 'GripperCommand',
 
 def gripper_command_type(action: str = 'GripperCommand') -> Any:
     """Return control_msgs/action/`action`; ImportError naming the package if absent."""
-    try:
-        from control_msgs import action as actions
-        return getattr(actions, action)
-    except (ImportError, AttributeError) as err:
-        raise ImportError(
-            f'the gripper action controller needs control_msgs/action/{action} from the ROS 2 '
-            'package control_msgs, which is not on PyPI: install the ROS '
-            "distribution's ros-<distro>-control-msgs (or a ros-control-msgs wheel built "
-            'for this rclpy; ParallelGripperCommand needs control_msgs 5.1 or newer)') from err
+    return import_gripper_action(action, needed_by='the gripper action controller')
 
 
 def controller_manager_type(cli_args: Sequence[str], name: str) -> str:

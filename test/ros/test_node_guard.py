@@ -12,6 +12,7 @@ import rclpy
 from ros_harness import wait_until
 from sequence_ai_ros.harness.service_calls import call_service
 from sequence_ai_ros.node.guard import CallbackGuard, refuse_service
+from spun_nodes import spun_nodes
 from std_srvs.srv import Trigger
 
 REPO = Path(__file__).resolve().parents[2]
@@ -118,11 +119,8 @@ def test_no_logger_call_site_can_change_its_severity():
 def policy_node(ros):
     """Yield a PolicyNode in this process, spun by the test side's executor."""
     from sequence_ai_ros.node.policy_node import PolicyNode
-    node = PolicyNode(f'guard_node_{time.monotonic_ns()}', context=ros.context)
-    ros.executor.add_node(node)
-    yield node
-    ros.executor.remove_node(node)
-    node.destroy_node()
+    with spun_nodes(ros) as spin:
+        yield spin(PolicyNode(f'guard_node_{time.monotonic_ns()}', context=ros.context))
 
 
 def _change(ros, node, transition_id='', label=''):

@@ -25,6 +25,7 @@ from sequence_ai_ros.sim.forward_command import (
     NON_FINITE,
     SIZE_MISMATCH,
 )
+from spun_nodes import spun_nodes
 from std_msgs.msg import Float64MultiArray
 
 JOINTS = ('panda_joint1', 'panda_joint2')
@@ -169,20 +170,14 @@ def test_a_controller_that_cannot_claim_its_interfaces_is_refused(joints, interf
 
 @pytest.fixture
 def controller(ros):
-    nodes = []
-
-    def make(interface='velocity', **kwargs):
-        # A fresh name each time: a destroyed node's name leaves /rosout only once the
-        # executor lets go of it, and takes a successor's log publisher along.
-        kwargs.setdefault('name', f'forward_{interface}_controller_{next(NAMES)}')
-        node = ForwardCommandController(JOINTS, interface, context=ros.context, **kwargs)
-        ros.executor.add_node(node)
-        nodes.append(node)
-        return node
-    yield make
-    for node in nodes:
-        ros.executor.remove_node(node)
-        node.destroy_node()
+    with spun_nodes(ros) as spin:
+        def make(interface='velocity', **kwargs):
+            # A fresh name each time: a destroyed node's name leaves /rosout only once the
+            # executor lets go of it, and takes a successor's log publisher along.
+            kwargs.setdefault('name', f'forward_{interface}_controller_{next(NAMES)}')
+            return spin(ForwardCommandController(JOINTS, interface, context=ros.context,
+                                                 **kwargs))
+        yield make
 
 
 def publisher_for(ros, node):

@@ -33,12 +33,20 @@ from sequence_ai_ros.sim.gripper_rules import (
     Outcome,
     SUCCEEDED,
 )
+from spun_nodes import spun_nodes
 
 try:
     from control_msgs.action import GripperCommand
 except ImportError:
     GripperCommand = None
 needs_control_msgs = pytest.mark.skipif(GripperCommand is None, reason=CONTROL_MSGS_MISSING)
+try:
+    from control_msgs.action import ParallelGripperCommand
+except ImportError:  # before control_msgs 5.1
+    ParallelGripperCommand = None
+needs_parallel_gripper = pytest.mark.skipif(
+    ParallelGripperCommand is None,
+    reason='control_msgs with ParallelGripperCommand (a ROS package, not on PyPI) is missing')
 
 JOINT = 'panda_finger_joint1'
 CLOSED, OPEN = 0.0, 0.04
@@ -279,25 +287,36 @@ def test_the_node_names_control_msgs_when_it_cannot_be_imported(monkeypatch):
 
 # -- the node: GripperCommand over DDS in this process ---------------------------------------
 
+def controllers_with_clients(ros, action, prefix, **defaults):
+    """Yield a maker of controller nodes, each with an action client; destroy them after."""
+    clients = []
+    with spun_nodes(ros) as spin:
+        def make(**params):
+            name = f'{prefix}_{next(NAMES)}'
+            node = spin(GripperActionController(
+                name=name, context=ros.context, parameter_overrides=[
+                    Parameter(k, value=v) for k, v in {**defaults, **params}.items()]))
+            client = ActionClient(ros.node, action, f'/{name}/gripper_cmd')
+            assert client.wait_for_server(timeout_sec=10)
+            clients.append(client)
+            return node, client
+        yield make
+        for client in clients:
+            client.destroy()
+
+
 @pytest.fixture
 def gripper(ros):
-    made = []
+    yield from controllers_with_clients(ros, GripperCommand, 'gripper_action_controller')
 
-    def make(**params):
-        name = f'gripper_action_controller_{next(NAMES)}'
-        node = GripperActionController(
-            name=name, context=ros.context,
-            parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
-        ros.executor.add_node(node)
-        client = ActionClient(ros.node, GripperCommand, f'/{name}/gripper_cmd')
-        assert client.wait_for_server(timeout_sec=10)
-        made.append((node, client))
-        return node, client
-    yield make
-    for node, client in made:
-        client.destroy()
-        ros.executor.remove_node(node)
-        node.destroy_node()
+
+def parameter_values(ros, node, names):
+    """Return the values of `node`'s parameters `names`, asked over its get_parameters."""
+    service = ros.node.create_client(GetParameters, f'/{node.get_name()}/get_parameters')
+    try:
+        return call_service(service, GetParameters.Request(names=names), 10).values
+    finally:
+        ros.node.destroy_client(service)
 
 
 def clock(node):
@@ -428,11 +447,7 @@ def test_get_parameters_answers_upstreams_parameters(ros, gripper):
     node, _ = gripper(goal_tolerance=0.002)
     names = ['joint', 'goal_tolerance', 'max_effort', 'allow_stalling',
              'stall_velocity_threshold', 'stall_timeout', 'action_monitor_rate']
-    service = ros.node.create_client(GetParameters, f'/{node.get_name()}/get_parameters')
-    try:
-        values = call_service(service, GetParameters.Request(names=names), 10).values
-    finally:
-        ros.node.destroy_client(service)
+    values = parameter_values(ros, node, names)
     assert values[0].string_value == JOINT
     assert [v.double_value for v in values[1:3]] == [0.002, 0.0]
     assert values[3].bool_value is False

@@ -22,25 +22,12 @@ import warnings
 
 from fixtures_gateway import encode, TEST_DIR
 from PIL import Image
-from sequence_ai_ros.client import (
-    full_model_id,
-    ImageFrame,
-    Observation,
-    Policy,
-    Proprioception,
-    Transport,
-)
+from sequence_ai_ros.client import full_model_id, ImageFrame, Transport
 from sequence_ai_ros.gateway.process import GatewayProcess
 from sequence_ai_ros.harness.fault_matrix import FaultRow, settled
 from sequence_ai_ros.harness.proc_stats import open_sockets, resident_kib, thread_count
-from sequence_ai_ros.harness.stamped_actions import (
-    read_instruction,
-    SequenceCheck,
-    stamp,
-    stamped_instruction,
-)
-from sequence_ai_ros.harness.stamped_observer import StampedObserver
-from sequence_ai_ros.world import arm_model
+from sequence_ai_ros.harness.stamped_actions import read_instruction, stamp
+from sequence_ai_ros.harness.stamped_loop import StampedLoop
 
 LOOPS = 32
 TIME_SCALE = 0.25  # a 1.0 s pi05-droid chunk plays in 0.25 s: 32 loops ask 128 requests/s
@@ -87,30 +74,17 @@ def stamping_gateway(*flags: str) -> GatewayProcess:
 
 # -- one loop ----------------------------------------------------------------------------------
 
-class Loop:
+class Loop(StampedLoop):
     """One control loop on its own Policy, played until a deadline (validate then says no)."""
 
     def __init__(self, number: int, base_url: str, frames: list[ImageFrame],
                  **run_options: Any) -> None:
-        self.number = number
-        self.frames = frames
+        super().__init__(number, Transport(api_key=KEY, base_url=base_url), MODEL, frames,
+                         PREFIX)
         self.run_options = run_options
-        self.order = SequenceCheck(number)
-        self.stamps = StampedObserver(self.order, PREFIX)
-        self.policy = Policy(Transport(api_key=KEY, base_url=base_url), full_model_id(MODEL),
-                             observer=self.stamps)
-        self.requested = 0
         self.deadline = 0.0
         self.outcome: Any = None
         self.error = ''
-
-    def observe(self) -> Observation:
-        """Return the observation of the next request, numbered in order."""
-        self.requested += 1
-        return Observation(
-            images=self.frames,
-            proprioception=Proprioception([float(v) for v in arm_model.HOME], gripper=0.0),
-            instruction=stamped_instruction(PREFIX, self.number, self.requested - 1))
 
     def run(self, start_at: float, seconds: float) -> None:
         """Run from `start_at` for `seconds`, then wait for the fate of every request sent."""
@@ -118,17 +92,12 @@ class Loop:
         self.deadline = time.monotonic() + seconds
         try:
             self.outcome = self.policy.run(
-                self.observe, self.order.act, max_actions=10 ** 6, join_mode='append',
+                self.observe, self.check.act, max_actions=10 ** 6, join_mode='append',
                 validate=lambda action: time.monotonic() < self.deadline, **self.run_options)
         except Exception as exc:  # noqa: BLE001 (the test asserts on it)
             self.error = f'{type(exc).__name__}: {exc}'
         # Requests abandoned at the stop still finish on their worker threads.
         settled(lambda: len(self.stamps.unresolved()), 0, timeout_s=40.0)
-
-    def unplayed(self) -> set[int]:
-        """Return the chunks answered and never executed, older than the last one executed."""
-        newest = max(self.order.played, default=-1)
-        return {s for s in self.stamps.answered - set(self.order.played) if s < newest}
 
 
 def run_loops(base_url: str, seconds: float, during: Any = None,
@@ -170,9 +139,9 @@ def tally(loops: list[Loop]) -> dict[str, int]:
         total['answered'] += len(stamps.answered)
         total['failed'] += len(stamps.failed)
         total['lost'] += len(stamps.unresolved())
-        total['played'] += len(loop.order.played)
+        total['played'] += len(loop.check.played)
         total['unplayed'] += len(loop.unplayed())
-        total['breaks'] += loop.order.total
+        total['breaks'] += loop.check.total
         if outcome is not None:
             total['stale'] += outcome.stale_chunks
             total['underruns'] += outcome.underruns
@@ -244,8 +213,8 @@ def test_32_loops_for_a_sustained_period_lose_and_reorder_nothing(fault_matrix):
     assert [loop.error for loop in loops if loop.error] == []
     assert all(loop.outcome.reason == 'validate' for loop in loops), 'each ran to its deadline'
     for loop in loops:
-        assert loop.order.breaks() == dict.fromkeys(loop.order.breaks(), 0), loop.number
-        assert len(loop.order.played) >= 3, f'loop {loop.number} barely ran'
+        assert loop.check.breaks() == dict.fromkeys(loop.check.breaks(), 0), loop.number
+        assert len(loop.check.played) >= 3, f'loop {loop.number} barely ran'
         assert loop.outcome.requests == loop.requested
     # Every request sent was answered or failed; with no fault injected, none failed; every
     # answer the gateway gave reached its loop; every answer not played was reported stale
@@ -280,7 +249,7 @@ def test_32_loops_ride_through_a_gateway_crash_and_reconnect_without_leaks(fault
     total = tally(loops)
     restarted_at = crashed[0] if crashed else float('inf')
     after_crash = [loop for loop in loops if any(
-        loop.stamps.answered_at[s] > restarted_at for s in loop.order.played)]
+        loop.stamps.answered_at[s] > restarted_at for s in loop.check.played)]
     fault_matrix.record(FaultRow(
         area='load', case=f'{LOOPS} client loops, gateway killed and restarted mid-run',
         outcome=f"every loop rode through: {total['failed']} requests failed and were retried, "
@@ -293,7 +262,7 @@ def test_32_loops_ride_through_a_gateway_crash_and_reconnect_without_leaks(fault
     assert crashed, 'the gateway was killed mid-run'
     assert [loop.error for loop in loops if loop.error] == []
     for loop in loops:
-        assert loop.order.breaks() == dict.fromkeys(loop.order.breaks(), 0), loop.number
+        assert loop.check.breaks() == dict.fromkeys(loop.check.breaks(), 0), loop.number
     assert total['lost'] == 0 and total['failed'] >= 1
     assert total['unplayed'] <= total['stale']
     assert len(after_crash) == LOOPS, 'every loop reconnected and played new chunks'

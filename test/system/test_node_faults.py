@@ -18,6 +18,7 @@ import functools
 import io
 import math
 import time
+from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticStatus
 from fixtures_gateway import node_gateway_fixture
@@ -43,7 +44,7 @@ from ros_harness import (
     wait_until,
 )
 from sensor_msgs.msg import CompressedImage, Image, JointState
-from sequence_ai_ros.harness.fault_matrix import FaultRow
+from sequence_ai_ros.harness.fault_matrix import FaultMatrix, FaultRow
 from std_msgs.msg import String
 
 ERROR = DiagnosticStatus.ERROR
@@ -210,6 +211,30 @@ def stop_and_measure(node: RunningNode, index: int) -> tuple[float, int]:
     return held - stopped, len(commands_after(robot, held))
 
 
+def went_on_then_stopped(node: RunningNode, index: int, before: Any, faulted: float,
+                         fault_matrix: FaultMatrix, case: str,
+                         outcome: str) -> tuple[bool, bool, bool, float, int]:
+    """
+    Watch an episode go on after a fault, stop it, and record the row.
+
+    Returns whether it moved, whether it ended early, whether every command was finite, and
+    stop_and_measure's two numbers.
+    """
+    robot = node.robot
+    moved = bool(wait_until(lambda: moving_after(robot, faulted) >= 3 * MOTION, 10))
+    ended_early = len(robot.outcomes) > index
+    moving = moving_after(robot, faulted)
+    finite = all(is_finite(msg) for _, msg in commands_after(robot, faulted))
+    to_hold, after_hold = stop_and_measure(node, index)
+    after = settled_counts(node.pid, before)
+    fault_matrix.record(FaultRow(
+        area='ROS input', case=case, outcome=outcome, time_to_hold_s=None,
+        commands_after_fault=after_hold, unsafe_commands=0 if finite else 1,
+        threads=(before[0], after[0]), sockets=(before[1], after[1]),
+        extra={'moving_commands_after_fault': moving, 'stop_to_hold_s': round(to_hold, 3)}))
+    return moved, ended_early, finite, to_hold, after_hold
+
+
 def test_a_joint_state_older_than_the_last_is_dropped(node, fault_matrix):
     """Stamped 1 s in the past and carrying NaN: if it were used, the episode would end."""
     robot = node.robot
@@ -218,20 +243,11 @@ def test_a_joint_state_older_than_the_last_is_dropped(node, fault_matrix):
     old.header.stamp = robot.stamp(-1.0)
     faulted = time.monotonic()
     robot.inject(robot.joint_pub, old)
-    moved = wait_until(lambda: moving_after(robot, faulted) >= 3 * MOTION, 10)
-    ended_early = len(robot.outcomes) > index
-    finite = all(is_finite(msg) for _, msg in commands_after(robot, faulted))
-    to_hold, after_hold = stop_and_measure(node, index)
-    after = settled_counts(node.pid, before)
-    fault_matrix.record(FaultRow(
-        area='ROS input', case='one joint state older than the last (carrying NaN)',
+    moved, ended_early, finite, to_hold, after_hold = went_on_then_stopped(
+        node, index, before, faulted, fault_matrix,
+        case='one joint state older than the last (carrying NaN)',
         outcome='dropped (stamp older than the last accepted); the episode goes on; an '
-                'explicit stop then holds',
-        time_to_hold_s=None, commands_after_fault=after_hold,
-        unsafe_commands=0 if finite else 1,
-        threads=(before[0], after[0]), sockets=(before[1], after[1]),
-        extra={'moving_commands_after_fault': moving_after(robot, faulted),
-               'stop_to_hold_s': round(to_hold, 3)}))
+                'explicit stop then holds')
     assert moved and not ended_early, 'the old message was used'
     assert finite
     assert to_hold <= CONTROL_PERIOD_S + MARGIN_S
@@ -245,21 +261,12 @@ def test_an_empty_instruction_is_refused_and_the_task_stays(node, fault_matrix):
     faulted = time.monotonic()
     results = robot.set_parameters(instruction='   ')
     robot.instruction_pub.publish(String(data=''))
-    moved = wait_until(lambda: moving_after(robot, faulted) >= 3 * MOTION, 10)
-    ended_early = len(robot.outcomes) > index
-    kept = robot.get_parameter('instruction').string_value
-    moving = moving_after(robot, faulted)
-    finite = all(is_finite(msg) for _, msg in commands_after(robot, faulted))
-    to_hold, after_hold = stop_and_measure(node, index)
-    after = settled_counts(node.pid, before)
-    fault_matrix.record(FaultRow(
-        area='ROS input', case='empty instruction (parameter and topic) mid-episode',
+    moved, ended_early, finite, to_hold, after_hold = went_on_then_stopped(
+        node, index, before, faulted, fault_matrix,
+        case='empty instruction (parameter and topic) mid-episode',
         outcome='parameter set refused with a reason; topic message ignored with a warning; '
-                'the episode goes on with the previous task',
-        time_to_hold_s=None, commands_after_fault=after_hold,
-        unsafe_commands=0 if finite else 1,
-        threads=(before[0], after[0]), sockets=(before[1], after[1]),
-        extra={'moving_commands_after_fault': moving, 'stop_to_hold_s': round(to_hold, 3)}))
+                'the episode goes on with the previous task')
+    kept = robot.get_parameter('instruction').string_value
     assert not results[0].successful and 'instruction must not be empty' in results[0].reason
     assert kept == 'reach the red disc'
     assert moved and not ended_early

@@ -50,7 +50,7 @@ from ros_harness import (
 from sequence_ai_ros.client import CertificateError
 from sequence_ai_ros.faults import FaultProxy
 from sequence_ai_ros.gateway.process import GatewayProcess
-from sequence_ai_ros.harness.fault_matrix import FaultRow
+from sequence_ai_ros.harness.fault_matrix import FaultMatrix, FaultRow
 from sequence_ai_ros.node.diagnostics import build_statuses, error_kind, Health
 
 OK, WARN, ERROR = DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR
@@ -230,18 +230,30 @@ MALFORMED = {
 }
 
 
+def respond_mid_episode(node: RunningNode, link: FaultProxy, status: int, body: Any,
+                        *content_type: str) -> tuple[int, int, Any, float, tuple[float, float]]:
+    """
+    Start an episode and answer its next request with `body`, once.
+
+    Returns the proxy's answers so far, the outcome index, the counts before, when the answer
+    was armed, and the bracket in which the node's request met it.
+    """
+    seen = link.stats().faults.get('respond', 0)
+    index, before = node.run_episode()
+    armed = time.monotonic()
+    link.respond_next(1, status, body, *content_type)
+    bracket = fired(link, 'respond', seen, armed)
+    assert bracket is not None, 'the node sent no request after the fault was armed'
+    return seen, index, before, armed, bracket
+
+
 @pytest.mark.parametrize('name', list(MALFORMED))
 def test_a_malformed_answer_is_retried_and_never_played(node, link, real_answer, fault_matrix,
                                                         name):
     node.ensure(request_retries=RETRIES)
     robot = node.robot
     body, content_type = MALFORMED[name](real_answer)
-    seen = link.stats().faults.get('respond', 0)
-    index, before = node.run_episode()
-    armed = time.monotonic()
-    link.respond_next(1, 200, body, content_type)
-    bracket = fired(link, 'respond', seen, armed)
-    assert bracket is not None, 'the node sent no request after the fault was armed'
+    _, index, before, armed, bracket = respond_mid_episode(node, link, 200, body, content_type)
     at = bracket[0]
     moved = wait_until(lambda: moving_after(robot, at) >= 3 * MOTION, 10)
     ended_early = len(robot.outcomes) > index
@@ -376,33 +388,15 @@ def hold_timing(got: dict[str, Any], at: float, bound: float) -> dict[str, Any]:
             'hold_service_s': since(got['hold_call'])}
 
 
-@pytest.mark.parametrize('refusal', REFUSALS, ids=lambda r: str(r.status))
-def test_a_refused_request_ends_the_episode_holding_at_once(
-        node, link, fault_matrix, refusal):
-    node.ensure(request_retries=RETRIES)
-    robot = node.robot
-    seen = link.stats().faults.get('respond', 0)
-    index, before = node.run_episode()
-    armed = time.monotonic()
-    link.respond_next(1, refusal.status, refusal.body)
-    bracket = fired(link, 'respond', seen, armed)
-    assert bracket is not None
-    at, seen_at = bracket
-    got = end_measures(node, index, at)
+def record_held_at_once(fault_matrix: FaultMatrix, got: dict[str, Any],
+                        bracket: tuple[float, float], counts: tuple[Any, Any], unsafe: int,
+                        **row: str) -> None:
+    """Record a fault that ends the episode at once, and check it held within a period."""
+    (at, seen_at), (before, after) = bracket, counts
     result, held = got['result'], got['held']
-    gateway = wait_until(lambda: [s for _, s in statuses_after(robot, at, 'gateway')
-                                  if s.level == ERROR], 5)
-    texts = [s.message + ''.join(kv.value for kv in s.values)
-             for _, s in list(robot.diagnostics)]
-    after = settled_counts(node.pid, before)
-    values = status_values(gateway[-1]) if gateway else {}
     fault_matrix.record(FaultRow(
-        area='gateway', case=refusal.case,
-        outcome=f'episode ends holding at once, not retried ({result and result["outcome"]}): '
-                f'{result and result["reason"]}; /diagnostics: '
-                f'{gateway[-1].message if gateway else "no ERROR"}',
-        time_to_hold_s=None if held is None else round(held - at, 3),
-        commands_after_fault=got['after_last_hold'], unsafe_commands=got['unsafe'],
+        **row, time_to_hold_s=None if held is None else round(held - at, 3),
+        commands_after_fault=got['after_last_hold'], unsafe_commands=unsafe,
         threads=(before[0], after[0]), sockets=(before[1], after[1]),
         extra=dict(hold_timing(got, at, CONTROL_PERIOD_S + MARGIN_S),
                    fault_time_uncertainty_s=round(seen_at - at, 3))))
@@ -411,6 +405,30 @@ def test_a_refused_request_ends_the_episode_holding_at_once(
     assert held is not None and held - seen_at <= CONTROL_PERIOD_S + MARGIN_S, (held, bracket)
     assert got['hold_command'] is not None, 'no hold command'
     assert got['moving_after_hold'] == 0 and got['after_last_hold'] == 0
+
+
+@pytest.mark.parametrize('refusal', REFUSALS, ids=lambda r: str(r.status))
+def test_a_refused_request_ends_the_episode_holding_at_once(
+        node, link, fault_matrix, refusal):
+    node.ensure(request_retries=RETRIES)
+    robot = node.robot
+    seen, index, before, _, bracket = respond_mid_episode(node, link, refusal.status,
+                                                          refusal.body)
+    at = bracket[0]
+    got = end_measures(node, index, at)
+    result = got['result']
+    gateway = wait_until(lambda: [s for _, s in statuses_after(robot, at, 'gateway')
+                                  if s.level == ERROR], 5)
+    texts = [s.message + ''.join(kv.value for kv in s.values)
+             for _, s in list(robot.diagnostics)]
+    after = settled_counts(node.pid, before)
+    values = status_values(gateway[-1]) if gateway else {}
+    record_held_at_once(
+        fault_matrix, got, bracket, (before, after), got['unsafe'], area='gateway',
+        case=refusal.case,
+        outcome=f'episode ends holding at once, not retried ({result and result["outcome"]}): '
+                f'{result and result["reason"]}; /diagnostics: '
+                f'{gateway[-1].message if gateway else "no ERROR"}')
     assert got['hold_call'], 'the hold service was not called'
     assert gateway and refusal.diagnosis in gateway[-1].message, gateway
     assert values.get('retries') == '0' and result['retries'] == 0, 'retried: deterministic'
@@ -485,31 +503,17 @@ def test_without_retries_a_malformed_answer_ends_the_episode_holding(
     node.ensure(request_retries=0)
     robot = node.robot
     body, content_type = MALFORMED[name](real_answer)
-    seen = link.stats().faults.get('respond', 0)
-    index, before = node.run_episode()
-    armed = time.monotonic()
-    link.respond_next(1, 200, body, content_type)
-    bracket = fired(link, 'respond', seen, armed)
-    assert bracket is not None
-    at, seen_at = bracket
+    _, index, before, _, bracket = respond_mid_episode(node, link, 200, body, content_type)
+    at = bracket[0]
     got = end_measures(node, index, at)
-    result, held = got['result'], got['held']
+    result = got['result']
     unsafe = unsafe_commands(commands_after(robot, at))
     after = settled_counts(node.pid, before)
-    fault_matrix.record(FaultRow(
-        area='malformed answer', case=f'{name}, mid-episode, request_retries 0',
+    record_held_at_once(
+        fault_matrix, got, bracket, (before, after), unsafe, area='malformed answer',
+        case=f'{name}, mid-episode, request_retries 0',
         outcome=f'episode ends holding ({result and result["outcome"]}): '
-                f'{result and result["reason"][:90]}',
-        time_to_hold_s=None if held is None else round(held - at, 3),
-        commands_after_fault=got['after_last_hold'], unsafe_commands=unsafe,
-        threads=(before[0], after[0]), sockets=(before[1], after[1]),
-        extra=dict(hold_timing(got, at, CONTROL_PERIOD_S + MARGIN_S),
-                   fault_time_uncertainty_s=round(seen_at - at, 3))))
-    assert result is not None and result['outcome'] == 'error', result
-    # The fault came between `at` and `seen_at`; held - seen_at is the node's delay at most.
-    assert held is not None and held - seen_at <= CONTROL_PERIOD_S + MARGIN_S, (held, bracket)
-    assert got['hold_command'] is not None, 'no hold command'
-    assert got['moving_after_hold'] == 0 and got['after_last_hold'] == 0
+                f'{result and result["reason"][:90]}')
     assert unsafe == 0 and got['hold_call']
     assert after[0] <= before[0], 'request threads outlived the episode'
     node.healthy()

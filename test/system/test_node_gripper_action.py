@@ -14,7 +14,7 @@ import time
 
 import pytest
 from rclpy.parameter import Parameter
-from ros.test_sim_gripper_action import CLOSED, Finger, hardware, OPEN
+from ros.test_sim_gripper_action import CLOSED, Finger, hardware, needs_parallel_gripper, OPEN
 from ros_harness import wait_until
 from sequence_ai_ros.node.controller_check import gripper_action_type
 from sequence_ai_ros.node.gripper import GripperOutput, GripperScale
@@ -23,14 +23,8 @@ from sequence_ai_ros.sim.gripper_action import (
     GripperActionController,
     PARALLEL_TYPE,
 )
+from spun_nodes import spun_nodes
 
-try:
-    from control_msgs.action import FollowJointTrajectory, ParallelGripperCommand  # noqa: F401
-except ImportError:
-    FollowJointTrajectory = None
-needs_control_msgs = pytest.mark.skipif(
-    FollowJointTrajectory is None,
-    reason='control_msgs with ParallelGripperCommand (a ROS package, not on PyPI) is missing')
 NAMES = itertools.count()
 GRIPPER_COMMAND = 'control_msgs/action/GripperCommand'
 PARALLEL = 'control_msgs/action/ParallelGripperCommand'
@@ -59,21 +53,13 @@ def test_the_served_type_chooses_the_action_and_anything_else_is_named():
 
 @pytest.fixture
 def controller(ros):
-    made = []
-
-    def make(kind, **params):
-        name = f'gripper_action_controller_{next(NAMES)}'
-        overrides = {'type': kind, **params}
-        node = GripperActionController(
-            name=name, context=ros.context,
-            parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()])
-        ros.executor.add_node(node)
-        made.append(node)
-        return node
-    yield make
-    for node in made:
-        ros.executor.remove_node(node)
-        node.destroy_node()
+    with spun_nodes(ros) as spin:
+        def make(kind, **params):
+            overrides = {'type': kind, **params}
+            return spin(GripperActionController(
+                name=f'gripper_action_controller_{next(NAMES)}', context=ros.context,
+                parameter_overrides=[Parameter(k, value=v) for k, v in overrides.items()]))
+        yield make
 
 
 @pytest.fixture
@@ -91,7 +77,7 @@ def output(ros):
         out.close()
 
 
-@needs_control_msgs
+@needs_parallel_gripper
 @BOTH
 def test_goals_go_on_change_in_joint_units_and_the_finger_follows(
         controller, output, kind, action):
@@ -110,7 +96,7 @@ def test_goals_go_on_change_in_joint_units_and_the_finger_follows(
     assert gripper.goals == 2 and gripper.failures == 0 and gripper.take_failure() == ''
 
 
-@needs_control_msgs
+@needs_parallel_gripper
 @BOTH
 def test_a_goal_beyond_the_travel_aborts_stalled_and_is_reported_once(
         controller, output, kind, action):
@@ -126,7 +112,7 @@ def test_a_goal_beyond_the_travel_aborts_stalled_and_is_reported_once(
     assert gripper.take_failure() == ''  # acted on once
 
 
-@needs_control_msgs
+@needs_parallel_gripper
 @BOTH
 def test_allow_stalling_makes_the_same_goal_no_failure(controller, output, kind, action):
     node = controller(kind, stall_timeout=0.3, allow_stalling=True)
@@ -139,8 +125,9 @@ def test_allow_stalling_makes_the_same_goal_no_failure(controller, output, kind,
     assert gripper.failures == 0
 
 
-@needs_control_msgs
+@needs_parallel_gripper
 def test_a_server_of_another_type_or_none_fails_connect_naming_it(ros, output):
+    from control_msgs.action import FollowJointTrajectory
     from rclpy.action import ActionServer
     server = ActionServer(ros.node, FollowJointTrajectory, '/not_a_gripper/gripper_cmd',
                           execute_callback=lambda handle: FollowJointTrajectory.Result())
@@ -154,7 +141,7 @@ def test_a_server_of_another_type_or_none_fails_connect_naming_it(ros, output):
     assert problem.startswith('no gripper action server') and 'within 0.5 s' in problem
 
 
-@needs_control_msgs
+@needs_parallel_gripper
 def test_the_sim_refuses_a_type_no_plugin_provides_and_an_interface_it_lacks(ros):
     # The deprecation warning of gripper_controllers names this type; no package provides it.
     with pytest.raises(ValueError, match="Loader for controller 'g' .type "
@@ -209,7 +196,7 @@ def _episode(ros, namespace, sim_params, node_params, timeout_s=60.0):
     return (outcomes[0] if outcomes else None), node.log(), sim_log
 
 
-@needs_control_msgs
+@needs_parallel_gripper
 @pytest.mark.parametrize('kind', [PARALLEL_TYPE, GRIPPER_COMMAND_TYPE],
                          ids=['parallel', 'gripper_command'])
 def test_a_gripper_goal_the_finger_cannot_reach_holds_the_episode(ros, kind):
@@ -230,7 +217,7 @@ def test_a_gripper_goal_the_finger_cannot_reach_holds_the_episode(ros, kind):
     assert 'hold requested' in sim_log, sim_log[-3000:]
 
 
-@needs_control_msgs
+@needs_parallel_gripper
 def test_with_gripper_on_failure_continue_the_episode_completes_and_says_so(ros, tmp_path):
     outcome, log, _ = _episode(
         ros, f'gripper_continue_{next(NAMES)}', ['allow_stalling:=false', 'stall_timeout:=0.3'],

@@ -109,22 +109,19 @@ def healthy(process) -> None:
     assert log_faults(process.log()) == [], process.log()[-3000:]
 
 
-def test_deactivate_with_a_request_in_flight(node, gateway, fault_matrix):
-    robot, process = node
-    before = counts(process.proc.pid)
-    index = len(robot.outcomes)
-    activate_until_in_flight(robot, process, gateway)
-    asked = time.monotonic()
-    assert robot.deactivate()
+def hold_after(robot, index, asked) -> tuple[float | None, dict | None, list]:
+    """Return the hold after `asked`, the episode's outcome, and what was published after it."""
     held = final_hold(robot, asked)
     result = outcome_after(robot, index, 10)
     time.sleep(QUIET_S)
-    after_hold = commands_after(robot, held) if held else commands_after(robot, asked)
-    after = settle(process.proc.pid, before)
+    return held, result, commands_after(robot, held) if held else commands_after(robot, asked)
+
+
+def record_in_flight(fault_matrix, case, outcome, asked, got, before, after) -> None:
+    """Record a transition made with a request in flight; check it held and dropped the answer."""
+    held, result, after_hold = got
     fault_matrix.record(FaultRow(
-        area='lifecycle', case='deactivate with a request in flight',
-        outcome='hold published before the transition returns; the answer in flight is '
-                'dropped; inactive',
+        area='lifecycle', case=case, outcome=outcome,
         time_to_hold_s=None if held is None else round(held - asked, 3),
         commands_after_fault=len(after_hold),
         unsafe_commands=sum(not is_hold(msg) for _, msg in after_hold),
@@ -132,9 +129,24 @@ def test_deactivate_with_a_request_in_flight(node, gateway, fault_matrix):
         extra={'tcp_sockets': [before[2], after[2]]}))
     assert result is not None and result['reason'] == 'deactivated', result
     assert held is not None and held - asked <= CONTROL_PERIOD_S + MARGIN_S
-    assert after_hold == [], 'the answer in flight was played'
-    assert robot.state() == 'inactive'
+    assert after_hold == [], 'the answer in flight was played after the hold'
     assert no_growth(before, after), (before, after)
+
+
+def test_deactivate_with_a_request_in_flight(node, gateway, fault_matrix):
+    robot, process = node
+    before = counts(process.proc.pid)
+    index = len(robot.outcomes)
+    activate_until_in_flight(robot, process, gateway)
+    asked = time.monotonic()
+    assert robot.deactivate()
+    got = hold_after(robot, index, asked)
+    after = settle(process.proc.pid, before)
+    record_in_flight(
+        fault_matrix, 'deactivate with a request in flight',
+        'hold published before the transition returns; the answer in flight is dropped; '
+        'inactive', asked, got, before, after)
+    assert robot.state() == 'inactive'
     healthy(process)
 
 
@@ -149,10 +161,7 @@ def test_cleanup_with_a_request_in_flight(node, gateway, fault_matrix):
     assert robot.deactivate()
     assert robot.cleanup()  # closes the connection under the request still in flight
     cleaned = robot.state()
-    held = final_hold(robot, asked)
-    result = outcome_after(robot, index, 10)
-    time.sleep(QUIET_S)
-    after_hold = commands_after(robot, held) if held else commands_after(robot, asked)
+    got = hold_after(robot, index, asked)
     # It comes back: configure and an episode again.
     assert robot.configure(), process.log()
     again = time.monotonic()
@@ -160,22 +169,13 @@ def test_cleanup_with_a_request_in_flight(node, gateway, fault_matrix):
     moved = wait_until(lambda: moving_after(robot, again) >= 5, 20)
     assert robot.deactivate()
     after = settle(process.proc.pid, before)
-    fault_matrix.record(FaultRow(
-        area='lifecycle', case='cleanup with a request in flight (after deactivate)',
-        outcome='cleanup from active refused; deactivate holds, cleanup closes the connection '
-                'under the request; unconfigured; configures and runs again',
-        time_to_hold_s=None if held is None else round(held - asked, 3),
-        commands_after_fault=len(after_hold),
-        unsafe_commands=sum(not is_hold(msg) for _, msg in after_hold),
-        threads=(before[0], after[0]), sockets=(before[1], after[1]),
-        extra={'tcp_sockets': [before[2], after[2]]}))
+    record_in_flight(
+        fault_matrix, 'cleanup with a request in flight (after deactivate)',
+        'cleanup from active refused; deactivate holds, cleanup closes the connection '
+        'under the request; unconfigured; configures and runs again', asked, got, before, after)
     assert not refused and still == 'active'
     assert cleaned == 'unconfigured'
-    assert result is not None and result['reason'] == 'deactivated', result
-    assert held is not None and held - asked <= CONTROL_PERIOD_S + MARGIN_S
-    assert after_hold == [], 'published after the hold'
     assert moved, 'no motion after configuring again'
-    assert no_growth(before, after), (before, after)
     healthy(process)
 
 
@@ -237,10 +237,7 @@ def test_shutdown_transition_while_active(node, gateway, fault_matrix):
     activate_until_in_flight(robot, process, gateway)
     asked = time.monotonic()
     assert robot.transition(Transition.TRANSITION_ACTIVE_SHUTDOWN)
-    held = final_hold(robot, asked)
-    result = outcome_after(robot, index, 10)
-    time.sleep(QUIET_S)
-    after_hold = commands_after(robot, held) if held else commands_after(robot, asked)
+    held, result, after_hold = hold_after(robot, index, asked)
     fault_matrix.record(FaultRow(
         area='lifecycle', case='shutdown transition while active, request in flight',
         outcome='hold, then everything released; finalized; the process keeps running',

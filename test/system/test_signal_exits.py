@@ -8,6 +8,7 @@ connection relayed), and twice (the second signal during the shutdown the first 
 case asserts exit status 0, no traceback, and no process left of those it started.
 """
 
+import contextlib
 from pathlib import Path
 import re
 import signal
@@ -48,6 +49,17 @@ def start_gateway(entry, *flags):
     return Watched([*GATEWAY[entry], '--host', '127.0.0.1', '--port', str(port), *flags]), port
 
 
+@contextlib.contextmanager
+def serving_gateway(entry, *flags):
+    """Start the gateway, yield it and its port once it answers, and close it after."""
+    gateway, port = start_gateway(entry, *flags)
+    try:
+        wait_for(lambda: answers(port), 60, 'the gateway to answer', gateway)
+        yield gateway, port
+    finally:
+        gateway.close()
+
+
 def answers(port, path='/v1/health'):
     try:
         return httpx.get(f'http://127.0.0.1:{port}{path}', timeout=2.0).status_code == 200
@@ -72,6 +84,13 @@ def request_in_background(port, replies):
             replies.append(type(exc).__name__)
     thread = threading.Thread(target=call, daemon=True)
     thread.start()
+    return thread
+
+
+def request_in_flight(gateway, port, replies):
+    """Send a request in the background and return its thread once the gateway is on it."""
+    thread = request_in_background(port, replies)
+    wait_for(lambda: in_flight(port), 30, 'a request in flight', gateway)
     return thread
 
 
@@ -107,46 +126,32 @@ def test_gateway_signalled_during_start_up(entry, signals):
 @pytest.mark.parametrize('entry, signum', [('executable', INT), ('module', TERM)],
                          ids=['executable-SIGINT', 'module-SIGTERM'])
 def test_gateway_signalled_when_serving(entry, signum):
-    gateway, port = start_gateway(entry, *FAST)
-    try:
-        wait_for(lambda: answers(port), 60, 'the gateway to answer', gateway)
+    with serving_gateway(entry, *FAST) as (gateway, port):
         gateway.send(signum)
         assert_clean_exit(gateway)
-    finally:
-        gateway.close()
 
 
 def test_gateway_signalled_mid_request_answers_it_then_exits():
-    gateway, port = start_gateway('cli', *FAST, '--latency-median-s',
-                                  str(SHORT_MODEL_S))
-    try:
-        wait_for(lambda: answers(port), 60, 'the gateway to answer', gateway)
+    with serving_gateway('cli', *FAST, '--latency-median-s',
+                         str(SHORT_MODEL_S)) as (gateway, port):
         replies = []
-        thread = request_in_background(port, replies)
-        wait_for(lambda: in_flight(port), 30, 'a request in flight', gateway)
+        thread = request_in_flight(gateway, port, replies)
         gateway.send(TERM)
         assert_clean_exit(gateway)
         thread.join(30)
         assert replies == [200], replies  # graceful: the request in flight was answered
-    finally:
-        gateway.close()
 
 
 def test_gateway_signalled_twice_gives_a_long_request_its_grace_and_exits_0():
-    gateway, port = start_gateway('executable', *FAST, '--latency-median-s',
-                                  str(LONG_MODEL_S))
-    try:
-        wait_for(lambda: answers(port), 60, 'the gateway to answer', gateway)
-        request_in_background(port, [])
-        wait_for(lambda: in_flight(port), 30, 'a request in flight', gateway)
+    with serving_gateway('executable', *FAST, '--latency-median-s',
+                         str(LONG_MODEL_S)) as (gateway, port):
+        request_in_flight(gateway, port, [])
         gateway.send(INT)
         gateway.wait_for_line('Shutting down')
         gateway.send(TERM)
         took = assert_clean_exit(gateway, cancelled_ok=True)
         assert took < 3.0 + 5.0, took  # uvicorn's 3 s of grace, not the request's 8 s
         assert CANCELLED in gateway.output()
-    finally:
-        gateway.close()
 
 
 # -- the gateway serving an openpi server ----------------------------------------------------
@@ -174,21 +179,16 @@ def test_openpi_gateway_signalled(openpi, moment):
 
 def test_openpi_gateway_exits_0_while_the_openpi_server_does_not_answer(openpi):
     """The worker thread waiting for the frozen server is abandoned, not waited for."""
-    gateway, port = start_gateway('cli', '--openpi', openpi.url)
-    try:
-        wait_for(lambda: answers(port), 60, 'the gateway to answer', gateway)
+    with serving_gateway('cli', '--openpi', openpi.url) as (gateway, port):
         openpi.proc.send_signal(signal.SIGSTOP)
         try:
-            request_in_background(port, [])
-            wait_for(lambda: in_flight(port), 30, 'a request in flight', gateway)
+            request_in_flight(gateway, port, [])
             gateway.send(TERM)
             gateway.wait_for_line('Shutting down')
             gateway.send(INT)
             assert_clean_exit(gateway, cancelled_ok=True)
         finally:
             openpi.proc.send_signal(signal.SIGCONT)
-    finally:
-        gateway.close()
 
 
 # -- the gateway on Ray Serve (slow to start: one case) --------------------------------------

@@ -6,47 +6,30 @@ Rules and citations: sequence_ai_ros/sim/gripper_rules.py and test_sim_parallel_
 test_sim_gripper_action's servo, stepped by that module's hardware thread.
 """
 
-import itertools
-
 from action_msgs.msg import GoalStatus
 import pytest
-from rcl_interfaces.srv import GetParameters
-from rclpy.action import ActionClient
-from rclpy.parameter import Parameter
-from ros.test_sim_gripper_action import CLOSED, Finger, hardware, JOINT, OPEN, result_of
+from ros.test_sim_gripper_action import (
+    CLOSED,
+    controllers_with_clients,
+    Finger,
+    hardware,
+    JOINT,
+    needs_parallel_gripper,
+    OPEN,
+    ParallelGripperCommand,
+    parameter_values,
+    result_of,
+)
 from ros_harness import wait_until
-from sequence_ai_ros.harness.service_calls import call_service
-from sequence_ai_ros.sim.gripper_action import GripperActionController, PARALLEL_TYPE
+from sequence_ai_ros.sim.gripper_action import PARALLEL_TYPE
 
-try:
-    from control_msgs.action import ParallelGripperCommand
-except ImportError:
-    ParallelGripperCommand = None
-pytestmark = pytest.mark.skipif(
-    ParallelGripperCommand is None,
-    reason='control_msgs with ParallelGripperCommand (a ROS package, not on PyPI) is missing')
-NAMES = itertools.count()
+pytestmark = needs_parallel_gripper
 
 
 @pytest.fixture
 def gripper(ros):
-    made = []
-
-    def make(**params):
-        name = f'parallel_gripper_{next(NAMES)}'
-        node = GripperActionController(
-            name=name, context=ros.context, parameter_overrides=[
-                Parameter(k, value=v) for k, v in {'type': PARALLEL_TYPE, **params}.items()])
-        ros.executor.add_node(node)
-        client = ActionClient(ros.node, ParallelGripperCommand, f'/{name}/gripper_cmd')
-        assert client.wait_for_server(timeout_sec=10)
-        made.append((node, client))
-        return node, client
-    yield make
-    for node, client in made:
-        client.destroy()
-        ros.executor.remove_node(node)
-        node.destroy_node()
+    yield from controllers_with_clients(ros, ParallelGripperCommand, 'parallel_gripper',
+                                        type=PARALLEL_TYPE)
 
 
 def send(client, positions, names=(JOINT,), efforts=()):
@@ -119,11 +102,7 @@ def test_get_parameters_answers_upstreams_parameters(ros, gripper):
     names = ['type', 'joint', 'goal_tolerance', 'max_effort', 'max_velocity', 'allow_stalling',
              'stall_velocity_threshold', 'stall_timeout', 'action_monitor_rate',
              'max_effort_interface', 'max_velocity_interface', 'state_interfaces']
-    service = ros.node.create_client(GetParameters, f'/{node.get_name()}/get_parameters')
-    try:
-        values = call_service(service, GetParameters.Request(names=names), 10).values
-    finally:
-        ros.node.destroy_client(service)
+    values = parameter_values(ros, node, names)
     assert [v.string_value for v in values[:2]] == [PARALLEL_TYPE, JOINT]
     assert [v.double_value for v in values[2:5]] == [0.002, 10.0, 0.1]
     assert values[5].bool_value is False

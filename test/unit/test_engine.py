@@ -93,13 +93,19 @@ def test_aligned_first_chunk_plays_from_step_zero():
     assert engine.stats.dropped_steps == 0
 
 
-def test_aligned_delays_joins_while_latency_exceeds_what_it_can_cover():
-    # pi05-droid: 1.0 s chunks, 0.79 s latency: L > kC/(k+1) for k = 2, but L < C.
+def aligned_quietly(hz, ticks, latency):
+    """Run 15-step chunks on an 'aligned' engine, its warnings ignored; check the invariants."""
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')
         engine = ChunkEngine(PlaybackOptions(join_mode='aligned', max_inflight=2))
-        result = simulate(engine, steps=15, hz=15, ticks=600, latency=steady(0.79))
+        result = simulate(engine, steps=15, hz=hz, ticks=ticks, latency=steady(latency))
     check_invariants(result, engine)
+    return engine, result
+
+
+def test_aligned_delays_joins_while_latency_exceeds_what_it_can_cover():
+    # pi05-droid: 1.0 s chunks, 0.79 s latency: L > kC/(k+1) for k = 2, but L < C.
+    engine, result = aligned_quietly(hz=15, ticks=600, latency=0.79)
     assert engine.active_join == 'aligned'
     delay = engine.aligned_delay()
     assert 0 < delay < engine.lead_time()  # fresher than appending, which plays a lead behind
@@ -113,11 +119,7 @@ def test_aligned_delays_joins_while_latency_exceeds_what_it_can_cover():
 
 def test_aligned_appends_whole_chunks_once_latency_reaches_the_chunk():
     # lingbot-vla-v2-6b: 0.5 s chunks, 0.79 s latency: every chunk would land in the past.
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        engine = ChunkEngine(PlaybackOptions(join_mode='aligned', max_inflight=2))
-        result = simulate(engine, steps=15, hz=30, ticks=900, latency=steady(0.79))
-    check_invariants(result, engine)
+    engine, result = aligned_quietly(hz=30, ticks=900, latency=0.79)
     assert engine.active_join == 'append'
     assert len(result.played) / 900 > 0.95
     assert 'appended whole' in engine.warnings[0]

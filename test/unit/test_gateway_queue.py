@@ -1,6 +1,7 @@
 """Concurrency: requests beyond --concurrency queue FIFO and are all answered; connections."""
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 import statistics
 import time
@@ -70,15 +71,20 @@ def test_fifo_gate_admits_in_arrival_order_and_never_barges():
     assert asyncio.run(scenario()) == list(range(30))
 
 
+async def held_gate() -> tuple[FifoGate, list[str], Callable[[str], Awaitable[None]]]:
+    """Return a one-slot gate already held, its order of entry, and a call that enters it."""
+    gate, order = FifoGate(1), []
+    await gate.acquire()
+
+    async def call(name: str) -> None:
+        async with gate:
+            order.append(name)
+    return gate, order, call
+
+
 def test_fifo_gate_survives_cancelled_waiters():
     async def scenario() -> list[str]:
-        gate, order = FifoGate(1), []
-        await gate.acquire()
-
-        async def call(name: str) -> None:
-            async with gate:
-                order.append(name)
-
+        gate, order, call = await held_gate()
         a, b, c = (asyncio.create_task(call(n)) for n in 'abc')
         await asyncio.sleep(0)
         b.cancel()
@@ -92,13 +98,7 @@ def test_fifo_gate_survives_cancelled_waiters():
 
 def test_fifo_gate_passes_on_a_slot_handed_to_a_waiter_that_gave_up():
     async def scenario() -> list[str]:
-        gate, order = FifoGate(1), []
-        await gate.acquire()
-
-        async def call(name: str) -> None:
-            async with gate:
-                order.append(name)
-
+        gate, order, call = await held_gate()
         a, c = asyncio.create_task(call('a')), asyncio.create_task(call('c'))
         await asyncio.sleep(0)
         gate.release()  # hands the slot to a ...
