@@ -20,6 +20,12 @@ STAMP_JAZZY := $(VENV_JAZZY)/.stamp-$(shell cat requirements.txt requirements-de
 PYTEST_ARGS ?=
 # The slowest tests of each run, named in its output.
 DURATIONS ?= --durations=25
+# Test files run on WORKERS pytest-xdist workers, a file at a time on one worker (its module
+# fixtures, a gateway or an arm, stay in one process; conftest gives each worker a ROS domain of
+# its own). Most of a run waits on the wall clock, so two workers halve it on two cores.
+# WORKERS=0: one process.
+WORKERS ?= 2
+XDIST = -n $(WORKERS) --dist loadfile
 TESTS ?= test
 # On Jazzy: every test file that imports rclpy or a ROS message package, or runs ROS nodes,
 # launch files or the ros2 CLI: all of test/ros, and those of test/system and test/unit. The
@@ -91,21 +97,22 @@ test: lint test-kilted test-jazzy test-sourced test-jammy
 
 test-kilted: venv
 	@echo '== ROS 2 Kilted (rclpy 9.1): $(TESTS)'
-	$(PY) -m pytest $(TESTS) -q -raR $(DURATIONS) $(PYTEST_ARGS) || { rc=$$?; [ $$rc -eq 5 ] && echo 'no tests collected' || exit $$rc; }
+	$(PY) -m pytest $(TESTS) $(XDIST) -q -raR $(DURATIONS) $(PYTEST_ARGS) || { rc=$$?; [ $$rc -eq 5 ] && echo 'no tests collected' || exit $$rc; }
 
 test-jazzy: venv-jazzy
 	@echo '== ROS 2 Jazzy (rclpy 7.1): the tests that use ROS'
-	$(PY_JAZZY) -m pytest $(JAZZY_TESTS) -q -raR $(DURATIONS) $(PYTEST_ARGS) || { rc=$$?; [ $$rc -eq 5 ] && echo 'no tests collected' || exit $$rc; }
+	$(PY_JAZZY) -m pytest $(JAZZY_TESTS) $(XDIST) -q -raR $(DURATIONS) $(PYTEST_ARGS) || { rc=$$?; [ $$rc -eq 5 ] && echo 'no tests collected' || exit $$rc; }
 
-# What a contributor runs while working. test-unit: no ROS at all (~3 min: the client tests play
-# chunks in real time against the local gateway); test-fast: that and ROS in the test process;
+# What a contributor runs while working. test-unit: no ROS at all (~2 min on two workers: the
+# client tests play chunks in real time against the local gateway); test-fast: that and ROS in
+# the test process;
 # test/system, the processes, loads, soaks and lints, comes with `make test`. test/*/__init__.py
 # says the rule of each folder.
 test-unit: venv
-	$(PY) -m pytest test/unit -q -raR $(DURATIONS) $(PYTEST_ARGS)
+	$(PY) -m pytest test/unit $(XDIST) -q -raR $(DURATIONS) $(PYTEST_ARGS)
 
 test-fast: venv
-	$(PY) -m pytest test/unit test/ros -q -raR $(DURATIONS) $(PYTEST_ARGS)
+	$(PY) -m pytest test/unit test/ros $(XDIST) -q -raR $(DURATIONS) $(PYTEST_ARGS)
 
 # The node-spawning tests with ROS 2 only on PYTHONPATH/LD_LIBRARY_PATH (a sourced install).
 test-sourced:

@@ -18,8 +18,12 @@ from sequence_ai_ros.harness.child_processes import join_private_domain
 from sequence_ai_ros.harness.fault_matrix import FaultMatrix
 
 # Before any rclpy context exists (none of the imports above makes one): DDS reads these when
-# the first is created.
+# the first is created. A pytest-xdist worker gwN takes the run's domain plus N, so two workers
+# never see each other's nodes.
 join_private_domain(ros_distro())
+_WORKER = os.environ.get('PYTEST_XDIST_WORKER', '')
+if _WORKER.startswith('gw'):
+    os.environ['ROS_DOMAIN_ID'] = str(int(os.environ['ROS_DOMAIN_ID']) + int(_WORKER[2:]))
 # Every node the tests start records its episodes (and ROS its logs) under ROS_HOME: one folder
 # per run, not the user's ~/.ros, removed at the end unless the caller chose one.
 if 'ROS_HOME' not in os.environ:
