@@ -12,6 +12,10 @@ import sequence_ai_ros
 
 # Where `python -m sequence_ai_ros...` finds the package, checkout or install alike.
 _PACKAGE_PARENT = str(Path(sequence_ai_ros.__file__).resolve().parents[1])
+# DDS's default port mapping (RTPS): the participants of domain d bind UDP ports from
+# 7400 + 250 d, up to 250 of them (Fast DDS on loopback: 7410 + 250 d + 2 p for participant p).
+_PORT_BASE, _DOMAIN_GAIN = 7400, 250
+_PRIVATE_DOMAINS = range(1, 101)  # clear of the ports' upper limit on every DDS
 
 
 def localhost_discovery(distro: str | None = None) -> dict[str, str]:
@@ -58,9 +62,37 @@ def ros_environment(domain_id: int, extra: Mapping[str, str] | None = None) -> d
     return env
 
 
+def bound_udp_ports() -> set[int]:
+    """Return the UDP ports bound on this machine (from /proc/net; empty where there is none)."""
+    ports: set[int] = set()
+    for table in ('/proc/net/udp', '/proc/net/udp6'):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        ports.update(int(line.split()[1].rsplit(':', 1)[1], 16) for line in lines)
+    return ports
+
+
+def domain_in_use(domain_id: int, bound: set[int] | None = None) -> bool:
+    """Return whether a DDS participant on this machine has bound a port of `domain_id`."""
+    first = _PORT_BASE + _DOMAIN_GAIN * domain_id
+    ports = bound_udp_ports() if bound is None else bound
+    return any(first <= port < first + _DOMAIN_GAIN for port in ports)
+
+
 def random_domain_id() -> int:
-    """Return a ROS domain id unlikely to be in use (ids 1..100 stay clear of port limits)."""
-    return random.SystemRandom().randint(1, 100)
+    """
+    Return a ROS domain id in 1..100 that no DDS participant on this machine uses.
+
+    Nor this process's own ROS_DOMAIN_ID: a demo or a test's children must never join the
+    domain of the user's robot, whose nodes might be off this machine or not started yet.
+    """
+    own = os.environ.get('ROS_DOMAIN_ID', '').strip()
+    candidates = [d for d in _PRIVATE_DOMAINS if str(d) != own]
+    random.SystemRandom().shuffle(candidates)
+    bound = bound_udp_ports()
+    return next((d for d in candidates if not domain_in_use(d, bound)), candidates[0])
 
 
 class ChildProcess:
