@@ -14,16 +14,21 @@ import tempfile
 from fixtures_gateway import *  # noqa: F401,F403
 import pytest
 from ros2_tools import ros_distro
-from sequence_ai_ros.harness.child_processes import join_private_domain
+from sequence_ai_ros.harness.child_processes import (
+    domain_in_use,
+    join_private_domain,
+    random_domain_id,
+)
 from sequence_ai_ros.harness.fault_matrix import FaultMatrix
 
 # Before any rclpy context exists (none of the imports above makes one): DDS reads these when
-# the first is created. A pytest-xdist worker gwN takes the run's domain plus N, so two workers
-# never see each other's nodes.
+# the first is created. A pytest-xdist worker gwN takes the run's domain plus N (or, if that is
+# in use, a free one), so two workers never see each other's nodes.
 join_private_domain(ros_distro())
-_WORKER = os.environ.get('PYTEST_XDIST_WORKER', '')
-if _WORKER.startswith('gw'):
-    os.environ['ROS_DOMAIN_ID'] = str(int(os.environ['ROS_DOMAIN_ID']) + int(_WORKER[2:]))
+_WORKER = int(os.environ.get('PYTEST_XDIST_WORKER', 'gw0')[2:])
+if _WORKER:
+    _DOMAIN = int(os.environ['ROS_DOMAIN_ID']) + _WORKER
+    os.environ['ROS_DOMAIN_ID'] = str(random_domain_id() if domain_in_use(_DOMAIN) else _DOMAIN)
 # Every node the tests start records its episodes (and ROS its logs) under ROS_HOME: one folder
 # per run, not the user's ~/.ros, removed at the end unless the caller chose one.
 if 'ROS_HOME' not in os.environ:
