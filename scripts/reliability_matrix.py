@@ -92,7 +92,8 @@ def render(rows: list[dict], status: int, wall_s: float, failed: list[str]) -> s
         'Regenerate: `.venv/bin/python scripts/reliability_matrix.py` (or `make reliability`).  ',
         f'Machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, '
         f'Python {platform.python_version()} ({platform.system()} {platform.release()}), '
-        f'{now}, commit {commit}; {wall_s / 60:.1f} min.',
+        f'{now}, commit {commit}; {wall_s / 60:.1f} min; load average at the end '
+        f'(1, 5, 15 min): {", ".join(f"{load:.2f}" for load in os.getloadavg())}.',
         '',
         '## Counts',
         '',
