@@ -98,3 +98,23 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.wall_clock)
             if rerun:
                 item.add_marker(pytest.mark.flaky(reruns=WALL_CLOCK_RERUNS, reruns_delay=2))
+
+
+# Tests that start a Ray cluster (their files' and functions' names start with test_ray_) run
+# one after another on one worker: two clusters at once (a dozen processes each) on two busy
+# cores left a gateway signalled during Serve's start still running 90 s later.
+RAY_TESTS = 'test_ray_'
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """Under --dist loadfile, schedule by file, but every Ray test in one group."""
+    if config.getoption('dist') != 'loadfile':
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class RayTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid):
+            return 'ray' if RAY_TESTS in nodeid else super()._split_scope(nodeid)
+
+    return RayTogether(config, log)
