@@ -97,7 +97,9 @@ test: lint test-kilted test-jazzy test-sourced test-jammy
 
 test-kilted: venv
 	@echo '== ROS 2 Kilted (rclpy 9.1): $(TESTS)'
-	$(PY) -m pytest $(TESTS) $(XDIST) -q -raR $(DURATIONS) $(PYTEST_ARGS) || { rc=$$?; [ $$rc -eq 5 ] && echo 'no tests collected' || exit $$rc; }
+	$(PY) -m pytest $(TESTS) $(XDIST) -m 'not ray' -q -raR $(DURATIONS) $(PYTEST_ARGS) || { rc=$$?; [ $$rc -eq 5 ] && echo 'no tests collected' || exit $$rc; }
+	@echo '== ROS 2 Kilted: the tests that start a Ray cluster, one process'
+	$(PY) -m pytest $(TESTS) -m ray -q -raR $(DURATIONS) $(PYTEST_ARGS) || { rc=$$?; [ $$rc -eq 5 ] && echo 'no tests collected' || exit $$rc; }
 
 test-jazzy: venv-jazzy
 	@echo '== ROS 2 Jazzy (rclpy 7.1): the tests that use ROS'

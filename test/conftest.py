@@ -75,6 +75,10 @@ WALL_CLOCK_FILES = frozenset({
     'test_sim_node.py', 'test_soak.py', 'test_spin.py', 'test_node_trajectory_modes.py',
     'test_forward_modes.py', 'test_node_gripper_action.py', 'test_node_record.py'})
 WALL_CLOCK_RERUNS = 1
+# Tests that start a Ray cluster (a dozen processes) run after the others, in one process: beside
+# a second worker's tests and the CPU hog, a gateway signalled during Ray's start-up was still
+# running 90 s later (twice in two runs); alone under the hog it exits in seconds.
+RAY_TESTS = 'test_ray_'
 
 
 def pytest_configure(config):
@@ -86,35 +90,20 @@ def pytest_configure(config):
     # launch_testing's own marker: its plugin is off here (setup.cfg), launch_test reads it.
     config.addinivalue_line(
         'markers', 'launch_test: a launch_testing description (run by launch_test)')
+    config.addinivalue_line(
+        'markers', 'ray: starts a Ray cluster; `make test` runs these alone, one process '
+                   '(auto-applied to test_ray_* files and functions)')
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark matrix tests (`-m fault_matrix` reruns just those) and wall-clock tests."""
+    """Mark matrix tests (`-m fault_matrix` reruns just those), wall-clock and Ray tests."""
     rerun = config.pluginmanager.hasplugin('rerunfailures')
     for item in items:
+        if RAY_TESTS in item.nodeid:
+            item.add_marker(pytest.mark.ray)
         if 'fault_matrix' in getattr(item, 'fixturenames', ()):
             item.add_marker(pytest.mark.fault_matrix)
         if item.path.name in WALL_CLOCK_FILES:
             item.add_marker(pytest.mark.wall_clock)
             if rerun:
                 item.add_marker(pytest.mark.flaky(reruns=WALL_CLOCK_RERUNS, reruns_delay=2))
-
-
-# Tests that start a Ray cluster (their files' and functions' names start with test_ray_) run
-# one after another on one worker: two clusters at once (a dozen processes each) on two busy
-# cores left a gateway signalled during Serve's start still running 90 s later.
-RAY_TESTS = 'test_ray_'
-
-
-@pytest.hookimpl(optionalhook=True)
-def pytest_xdist_make_scheduler(config, log):
-    """Under --dist loadfile, schedule by file, but every Ray test in one group."""
-    if config.getoption('dist') != 'loadfile':
-        return None
-    from xdist.scheduler import LoadFileScheduling
-
-    class RayTogether(LoadFileScheduling):
-        def _split_scope(self, nodeid):
-            return 'ray' if RAY_TESTS in nodeid else super()._split_scope(nodeid)
-
-    return RayTogether(config, log)
