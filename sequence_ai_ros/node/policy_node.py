@@ -172,7 +172,7 @@ class PolicyNode(LifecycleNode):
 
         The publishers outlive a hold by HOLD_DELIVERY_S: Fast DDS hands a reader on this
         machine the message in the writer's shared memory, and a writer destroyed at once lost
-        the hold a busy reader had not yet taken (2 shutdowns in 3 under a CPU hog). Waiting for
+        the hold a busy reader had not yet taken (3 shutdowns in 5 beside a busy loop). Waiting for
         the acknowledgement instead waits for the next heartbeat (2.7 s, measured on loopback).
         """
         try:
