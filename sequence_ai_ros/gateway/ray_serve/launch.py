@@ -10,6 +10,8 @@ leaves it running, deleting only this application. Shutting down is bounded: a S
 not stop in time is left to `ray.shutdown`.
 """
 
+from collections.abc import Iterator
+import contextlib
 import logging
 import os
 import signal
@@ -36,18 +38,34 @@ def start_ray(address: str | None) -> None:
     # SIGTERM for a crash and aborts (-6); here SIGTERM is a request to stop. Read when the
     # core worker starts (ray 2.60); Ray's own processes keep their handler.
     ray_constants.RAY_DISABLE_FAILURE_SIGNAL_HANDLER = True
-    if address:
-        ray.init(address=address, log_to_driver=False)
-        return
-    # Workers inherit this process's environment, so a --policy module on PYTHONPATH loads.
-    ray.init(address='local', include_dashboard=False,
-             object_store_memory=OBJECT_STORE_BYTES, log_to_driver=False,
-             runtime_env={'env_vars': {'PYTHONPATH': os.environ.get('PYTHONPATH', '')}})
+    with _keeping_our_sigterm_handler():
+        if address:
+            ray.init(address=address, log_to_driver=False)
+            return
+        # Workers inherit this process's environment, so a --policy module on PYTHONPATH loads.
+        ray.init(address='local', include_dashboard=False,
+                 object_store_memory=OBJECT_STORE_BYTES, log_to_driver=False,
+                 runtime_env={'env_vars': {'PYTHONPATH': os.environ.get('PYTHONPATH', '')}})
     node_ip = ray.util.get_node_ip_address()
     if not node_ip.startswith('127.'):
         # ray was imported before this package, or the variable was set otherwise.
         LOG.warning('the local Ray listens on %s, not loopback (%s=%s)', node_ip, LOOPBACK_ENV,
                     os.environ.get(LOOPBACK_ENV))
+
+
+@contextlib.contextmanager
+def _keeping_our_sigterm_handler() -> Iterator[None]:
+    # ray.init installs a SIGTERM handler that raises SystemExit wherever the driver is: in the
+    # middle of connecting to the Ray it just started (signalled on a busy machine), which left
+    # a half-started Ray whose shutdown hung. Ours only records the request, acted on after.
+    from ray._private import utils
+
+    installed = utils.set_sigterm_handler
+    utils.set_sigterm_handler = lambda handler: None
+    try:
+        yield
+    finally:
+        utils.set_sigterm_handler = installed
 
 
 def http_options(config: GatewayConfig) -> dict[str, Any]:
