@@ -26,11 +26,13 @@ REPO = str(Path(__file__).resolve().parents[1])
 # Generous bounds for a loaded two-core machine; every wait ends at its event, far sooner.
 START_S = 60.0
 EXIT_S = 30.0
+STACKS_S = 5.0
 
 
 def environment(**extra):
     """Return this process's environment with the checkout first on PYTHONPATH."""
-    return child_env(REPO, PYTHONUNBUFFERED='1', **extra)
+    # faulthandler: a process that hangs is sent SIGABRT, and prints every thread's stack.
+    return child_env(REPO, PYTHONUNBUFFERED='1', PYTHONFAULTHANDLER='1', **extra)
 
 
 def _signal_mask(pid, field):
@@ -140,13 +142,20 @@ class Watched:
         try:
             code = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+            self._dump_stacks_and_kill()
             raise AssertionError(f'still running {timeout} s after the signal:\n'
-                                 f'{self.output()[-3000:]}') from None
+                                 f'{_worst(self.output(), 12000)}') from None
         self._watching = False
         self._watcher.join(5)
         return code, time.monotonic() - started
+
+    def _dump_stacks_and_kill(self):
+        self.proc.send_signal(signal.SIGABRT)
+        try:
+            self.proc.wait(STACKS_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
 
     def leftovers(self, grace_s=10.0):
         """Return the descendants still running once it has exited (after up to `grace_s`)."""
@@ -170,10 +179,10 @@ class Watched:
             self._log.close()
 
 
-def _worst(output):
+def _worst(output, limit=4000):
     """Return the output from its first fatal error or traceback, else its end."""
     starts = [i for i in (output.find('Fatal Python error'), output.find('Traceback')) if i >= 0]
-    return output[min(starts):][:4000] if starts else output[-3000:]
+    return output[min(starts):][:limit] if starts else output[-3000:]
 
 
 CANCELLED = 'CancelledError: Task cancelled, timeout graceful shutdown exceeded'

@@ -14,7 +14,6 @@ from collections.abc import Iterator
 import contextlib
 import logging
 import os
-import signal
 import threading
 from typing import Any, NoReturn
 
@@ -83,13 +82,8 @@ def serve_on_ray(config: GatewayConfig, scaling: Scaling) -> NoReturn:
 
     try:
         start_ray(scaling.address)
-    except SystemExit as exc:
-        # ray.init's own SIGTERM handler (sys.exit) ran before ours was back: a stop request.
-        if exc.code != signal.SIGTERM:
-            raise
-        stop_signals.request(signal.SIGTERM)
     finally:
-        # ray.init installs handlers of its own that would end the process at once.
+        # Ours again, whatever a library set while Ray started.
         stop_signals.install()
     try:
         # Each step takes seconds; a signal during one stops the gateway after it.
