@@ -105,16 +105,17 @@ test-jazzy: venv-jazzy
 	@echo '== ROS 2 Jazzy (rclpy 7.1): the tests that use ROS'
 	$(PY_JAZZY) -m pytest $(JAZZY_TESTS) $(XDIST) -q -raR $(DURATIONS) $(PYTEST_ARGS) || { rc=$$?; [ $$rc -eq 5 ] && echo 'no tests collected' || exit $$rc; }
 
-# What a contributor runs while working. test-unit: no ROS at all (~2 min on two workers: the
-# client tests play chunks in real time against the local gateway); test-fast: that and ROS in
-# the test process;
-# test/system, the processes, loads, soaks and lints, comes with `make test`. test/*/__init__.py
-# says the rule of each folder.
+# What a contributor runs while working. test-unit: no ROS, nothing played in real time
+# (seconds); test-fast: that, the client's runs at control rate against the local gateway
+# (test/realtime, a minute) and ROS in the test process (test/ros). test/system, the
+# processes, loads, soaks and lints, comes with `make test`. test/*/__init__.py says the rule
+# of each folder.
 test-unit: venv
 	$(PY) -m pytest test/unit $(XDIST) -q -raR $(DURATIONS) $(PYTEST_ARGS)
 
 test-fast: venv
-	$(PY) -m pytest test/unit test/ros $(XDIST) -q -raR $(DURATIONS) $(PYTEST_ARGS)
+	$(PY) -m pytest test/unit test/realtime test/ros $(XDIST) -q -raR $(DURATIONS) \
+		$(PYTEST_ARGS)
 
 # The node-spawning tests with ROS 2 only on PYTHONPATH/LD_LIBRARY_PATH (a sourced install).
 test-sourced:

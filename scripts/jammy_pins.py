@@ -26,7 +26,7 @@ import cached_venv
 REPO = cached_venv.REPO
 # The test files that import no rclpy and no gateway module in the test process.
 # (Not the hypothesis-driven ones: the pinned hypothesis wants Python 3.11.)
-DEFAULT_TESTS = ('test/unit/test_client.py', 'test/unit/test_client_faults.py',
+DEFAULT_TESTS = ('test/realtime/test_client.py', 'test/realtime/test_client_faults.py',
                  'test/unit/test_client_playback.py', 'test/unit/test_engine.py',
                  'test/unit/test_images.py', 'test/unit/test_stamped_actions.py')
 FROM_DEV = ('pytest', 'pytest-rerunfailures')

@@ -28,7 +28,7 @@ MAY_IMPORT_ANYWAY = {('gateway/process.py', 'harness')}
 # `sequence_ai_ros.client` exports; its modules (client/_*.py) are its own. These tests reach one
 # private name each, and say why.
 MAY_IMPORT_PRIVATE = {
-    'test/unit/test_client.py': 'resets the once-per-process validate=None warning (_policy)',
+    'test/realtime/test_client.py': 'resets the once-per-process validate=None warning (_policy)',
     'test/unit/test_engine_rtc.py': 'checks d against the RTC delay arithmetic itself (_rtc)',
 }
 PRIVATE_CLIENT_ROOTS = ('sequence_ai_ros', 'bench', 'scripts', 'test')
@@ -137,11 +137,15 @@ def test_every_executable_is_named_for_the_package():
         scripts
 
 
-def test_every_test_file_is_in_one_of_the_three_folders():
+TEST_FOLDERS = ('unit', 'realtime', 'ros', 'system')
+NO_ROS_FOLDERS = ('unit', 'realtime')
+
+
+def test_every_test_file_is_in_one_of_the_four_folders():
     test = REPO / 'test'
     astray = sorted(p.relative_to(REPO).as_posix() for p in test.rglob('test_*.py')
-                    if p.parent.name not in ('unit', 'ros', 'system') or p.parent.parent != test)
-    assert not astray, f'test/unit, test/ros or test/system, by what the file needs: {astray}'
+                    if p.parent.name not in TEST_FOLDERS or p.parent.parent != test)
+    assert not astray, f'test/{", ".join(TEST_FOLDERS)}, by what the file needs: {astray}'
 
 
 def test_the_wall_clock_files_are_system_tests():
@@ -151,16 +155,18 @@ def test_the_wall_clock_files_are_system_tests():
     assert not missing, f'conftest.WALL_CLOCK_FILES names files not in test/system: {missing}'
 
 
-def test_the_unit_tests_load_nothing_of_ros():
-    """test/unit's rule (its __init__.py): its files and their support import no ROS."""
+def test_the_unit_and_realtime_tests_load_nothing_of_ros():
+    """test/unit's and test/realtime's rule: their files and their support import no ROS."""
     code = ('import importlib, sys\n'
             'sys.path[:0] = [sys.argv[1]]\n'
             'for name in sys.argv[2:]:\n'
-            '    importlib.import_module("unit." + name)\n'
+            '    importlib.import_module(name)\n'
             'print(sorted(m for m in sys.modules if m.split(".")[0] == "rclpy"\n'
             '             or m.split(".")[0].endswith(("_msgs", "_srvs"))))\n')
-    names = [p.stem for p in sorted((REPO / 'test' / 'unit').glob('test_*.py'))]
+    names = [f'{folder}.{p.stem}' for folder in NO_ROS_FOLDERS
+             for p in sorted((REPO / 'test' / folder).glob('test_*.py'))]
+    assert len(names) > 20, names
     result = subprocess.run([sys.executable, '-c', code, str(REPO / 'test'), *names],
                             capture_output=True, text=True, env=child_env(), timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.strip() == '[]', f'test/unit loads ROS: {result.stdout[:1000]}'
+    assert result.stdout.strip() == '[]', f'a test without ROS loads it: {result.stdout[:1000]}'
