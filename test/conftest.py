@@ -95,6 +95,24 @@ def pytest_configure(config):
                    '(auto-applied to test_ray_* files and functions)')
 
 
+# The failures that a rerun then passed: pytest-rerunfailures names the test only.
+RERUN_CAUSE_CHARS = 2000
+_rerun_causes: list[tuple[str, str]] = []
+
+
+def pytest_runtest_logreport(report):
+    if report.outcome == 'rerun':
+        _rerun_causes.append((report.nodeid, report.longreprtext[-RERUN_CAUSE_CHARS:]))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Print why each rerun ran, so that a failure a rerun hid can still be looked into."""
+    if _rerun_causes:
+        terminalreporter.section('why each rerun ran')
+        for nodeid, cause in _rerun_causes:
+            terminalreporter.write_line(f'{nodeid}:\n{cause}\n')
+
+
 def pytest_collection_modifyitems(config, items):
     """Mark matrix tests (`-m fault_matrix` reruns just those), wall-clock and Ray tests."""
     rerun = config.pluginmanager.hasplugin('rerunfailures')
