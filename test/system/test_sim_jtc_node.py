@@ -15,7 +15,7 @@ import pytest
 from rcl_interfaces.msg import ParameterType
 from ros2_tools import CONTROL_MSGS_MISSING
 from sequence_ai_ros.world import arm_model
-from sim_process import Probe, SimProcess
+from sim_process import Probe, SimProcess, stamp
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 ARM = list(arm_model.JOINT_NAMES)
@@ -137,11 +137,20 @@ def test_the_gripper_controller_moves_the_finger_in_metres(sims):
     gripper = probe.trajectory_publisher('gripper_trajectory_controller')
     probe.wait_for(lambda: gripper.get_subscription_count() > 0, 10.0, 'gripper controller')
     assert probe.latest(FINGER)[0] == pytest.approx(arm_model.FINGER_OPEN_M)
+    start = len(probe.joint_states)
     gripper.publish(JointTrajectory(joint_names=[FINGER], points=[arm_point([0.0], 0.1)]))
-    probe.spin_for(0.4)
-    half_way = probe.latest(FINGER)[0]
-    assert 0.01 < half_way < 0.035  # 0.05 m/s: 0.04 m take 0.8 s, whatever was asked
-    probe.wait_for(lambda: probe.latest(FINGER)[0] < 1e-9, 3.0, 'fingers closed')
+    probe.wait_for(lambda: probe.latest(FINGER)[0] < 1e-9, 10.0, 'fingers closed')
+    # At the finger's own speed, whatever was asked (0.1 s): 0.04 m at 0.05 m/s take 0.8 s of
+    # the states' stamps (the wall clock would count the delivery, late on a busy machine).
+    states = probe.joint_states[start:]
+    times = np.array([stamp(s) for s in states])
+    finger = np.array([s.position[list(s.name).index(FINGER)] for s in states])
+    closing = np.diff(finger) < 0
+    speeds = -np.diff(finger)[closing] / np.diff(times)[closing]
+    assert speeds.max() <= arm_model.FINGER_SPEED_MPS * 1.001  # stamps: ns, rounded
+    assert np.median(speeds) == pytest.approx(arm_model.FINGER_SPEED_MPS, rel=0.05)
+    moving = times[1:][closing]
+    assert moving[-1] - moving[0] >= 0.9 * arm_model.FINGER_OPEN_M / arm_model.FINGER_SPEED_MPS
 
 
 def test_a_controllers_yaml_overrides_the_defaults(sims):
