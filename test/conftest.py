@@ -1,9 +1,10 @@
 """
 Shared test set-up: each run gets its own ROS domain so parallel runs never cross-talk.
 
-The tests sit in three folders by what they need (test/unit, test/ros, test/system: each
-folder's __init__.py says its rule); their support modules sit here in test/, importable from
-all three, as pytest puts this folder on sys.path (the folders are packages below it).
+The tests sit in four folders by what they need (test/unit, test/realtime, test/ros,
+test/system: each folder's __init__.py says its rule); their support modules sit here in test/,
+importable from all four, as pytest puts this folder on sys.path (the folders are packages
+below it).
 """
 
 import atexit
