@@ -12,6 +12,7 @@ from typing import Any
 
 import rclpy
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sequence_ai_ros.demo.analysis import is_hold
 from sequence_ai_ros.node.arm_output import stream_trajectory
 from sequence_ai_ros.runtime.spin import init, shutdown, spin_until_shutdown
 from sequence_ai_ros.world import arm_model
@@ -39,7 +40,8 @@ def run_recorder(topics: list[str], out: str) -> int:
 
     def on_command(msg: Any, index: int) -> None:
         now = time.monotonic()
-        hold = not msg.points or all(v == 0.0 for v in msg.points[0].velocities)
+        # A stream step gives positions only: no velocities is not a hold.
+        hold = not msg.points or is_hold(tuple(msg.points[0].velocities))
         handle.write(f'{index} {now:.9f} {int(hold)}\n')
 
     def on_chunk(msg: Any, index: int) -> None:

@@ -13,6 +13,7 @@ import pytest
 from ros_harness import (
     CONTROL_PERIOD_S,
     is_final_rest,
+    is_hold,
     node_parameters,
     PolicyNodeProcess,
     REPO,
@@ -79,10 +80,6 @@ def outcome(robot, timeout=20.0):
 
 def points(robot):
     return [msg.points[0] for _, msg in robot.command_list()]
-
-
-def is_hold(point):
-    return bool(point.velocities) and all(v == 0.0 for v in point.velocities)
 
 
 def test_commands_arrive_at_control_rate_in_joint_order(gateway, launch):
