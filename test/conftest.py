@@ -76,9 +76,8 @@ WALL_CLOCK_FILES = frozenset({
     'test_sim_node.py', 'test_soak.py', 'test_spin.py', 'test_node_trajectory_modes.py',
     'test_forward_modes.py', 'test_node_gripper_action.py', 'test_node_record.py'})
 WALL_CLOCK_RERUNS = 1
-# Tests that start a Ray cluster (a dozen processes) run after the others, in one process: beside
-# a second worker's tests and the CPU hog, a gateway signalled during Ray's start-up was still
-# running 90 s later (twice in two runs; once more alone under the hog: not yet understood).
+# Tests that start a Ray cluster (a dozen processes) run after the others, in one process: one
+# cluster at a time, and none beside the other worker's processes on two shared cores.
 RAY_TESTS = 'test_ray_'
 
 
