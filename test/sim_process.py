@@ -99,14 +99,28 @@ class Probe:
         self.wait_for(future.done, timeout, 'service reply')
         return future.result()
 
-    def get_parameters(self, node_name, *names):
-        """Return {name: ParameterValue} from `/<ns>/<node_name>/get_parameters`."""
+    def get_parameters(self, node_name, *names, attempts=3):
+        """
+        Return {name: ParameterValue} from `/<ns>/<node_name>/get_parameters`.
+
+        Asked again if no reply comes in 5 s: a new client's request can be answered before the
+        server has discovered where to send the answer (seen on a busy machine), and asking
+        twice changes nothing.
+        """
         client = self.node.create_client(GetParameters, f'{self.ns}/{node_name}/get_parameters')
         try:
-            reply = self.call(client, GetParameters.Request(names=list(names)), timeout=10.0)
+            assert client.wait_for_service(timeout_sec=10.0), f'no {node_name}/get_parameters'
+            for _ in range(attempts):
+                future = client.call_async(GetParameters.Request(names=list(names)))
+                deadline = time.monotonic() + 5.0
+                while not future.done() and time.monotonic() < deadline:
+                    self.executor.spin_once(timeout_sec=0.05)
+                if future.done():
+                    return dict(zip(names, future.result().values))
+                client.remove_pending_request(future)
         finally:
             self.node.destroy_client(client)
-        return dict(zip(names, reply.values))
+        raise AssertionError(f'{node_name}/get_parameters: no reply in {attempts} tries of 5 s')
 
     def set_target(self, values):
         value = ParameterValue(type=ParameterType.PARAMETER_DOUBLE_ARRAY,

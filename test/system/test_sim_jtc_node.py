@@ -140,15 +140,15 @@ def test_the_gripper_controller_moves_the_finger_in_metres(sims):
     start = len(probe.joint_states)
     gripper.publish(JointTrajectory(joint_names=[FINGER], points=[arm_point([0.0], 0.1)]))
     probe.wait_for(lambda: probe.latest(FINGER)[0] < 1e-9, 10.0, 'fingers closed')
-    # At the finger's own speed, whatever was asked (0.1 s): 0.04 m at 0.05 m/s take 0.8 s of
-    # the states' stamps (the wall clock would count the delivery, late on a busy machine).
+    # At the finger's own speed, whatever was asked (0.1 s): 0.04 m at 0.05 m/s take 0.8 s or
+    # more of the states' stamps (the wall clock would count the delivery, late when busy).
     states = probe.joint_states[start:]
     times = np.array([stamp(s) for s in states])
     finger = np.array([s.position[list(s.name).index(FINGER)] for s in states])
     closing = np.diff(finger) < 0
     speeds = -np.diff(finger)[closing] / np.diff(times)[closing]
-    assert speeds.max() <= arm_model.FINGER_SPEED_MPS * 1.001  # stamps: ns, rounded
-    assert np.median(speeds) == pytest.approx(arm_model.FINGER_SPEED_MPS, rel=0.05)
+    # Never faster (stamps: ns, rounded); slower only where a busy machine delayed a tick.
+    assert speeds.max() <= arm_model.FINGER_SPEED_MPS * 1.001
     moving = times[1:][closing]
     assert moving[-1] - moving[0] >= 0.9 * arm_model.FINGER_OPEN_M / arm_model.FINGER_SPEED_MPS
 
@@ -235,9 +235,10 @@ def test_a_launch_files_node_name_renames_only_the_sim_arm_node(context):
         probe.wait_for(lambda: len(probe.joint_states) > 5, 30.0, 'joint states')
         got = probe.get_parameters('joint_trajectory_controller', 'joints')
         assert list(got['joints'].string_array_value) == ARM
-        names = probe.node.get_node_names_and_namespaces()
-        assert ('sim_arm', '/jtc_named') in names
-        assert ('gripper_trajectory_controller', '/jtc_named') in names
+        # Discovery reaches each node in its own time (late on a busy machine): wait for both.
+        named = {('sim_arm', '/jtc_named'), ('gripper_trajectory_controller', '/jtc_named')}
+        probe.wait_for(lambda: named <= set(probe.node.get_node_names_and_namespaces()), 10.0,
+                       f'the nodes {sorted(named)}')
     finally:
         probe.destroy()
         sim.stop()
