@@ -74,7 +74,8 @@ WALL_CLOCK_FILES = frozenset({
     'test_node_controllers.py', 'test_node_gateway_faults.py', 'test_node_lifecycle_abuse.py',
     'test_operator_session.py', 'test_ros2_launch.py', 'test_sim_jtc_node.py',
     'test_sim_node.py', 'test_soak.py', 'test_spin.py', 'test_node_trajectory_modes.py',
-    'test_forward_modes.py', 'test_node_gripper_action.py', 'test_node_record.py'})
+    'test_forward_modes.py', 'test_node_gripper_action.py', 'test_node_record.py',
+    'test_openpi_ros.py'})
 WALL_CLOCK_RERUNS = 1
 # Tests that start a Ray cluster (a dozen processes) run after the others, in one process: one
 # cluster at a time, and none beside the other worker's processes on two shared cores.

@@ -88,10 +88,16 @@ class Probe:
             self.executor.spin_once(timeout_sec=0.01)
 
     def wait_for(self, predicate, timeout, what):
+        assert self.wait_until(predicate, timeout), f'timed out waiting for {what}'
+
+    def wait_until(self, predicate, timeout):
+        """Spin until `predicate()` is true (True) or `timeout` seconds have passed (False)."""
         deadline = time.monotonic() + timeout
         while not predicate():
-            assert time.monotonic() < deadline, f'timed out waiting for {what}'
+            if time.monotonic() >= deadline:
+                return False
             self.executor.spin_once(timeout_sec=0.05)
+        return True
 
     def call(self, client, request, timeout=5.0):
         assert client.wait_for_service(timeout_sec=timeout)
