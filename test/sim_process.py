@@ -118,10 +118,7 @@ class Probe:
             assert client.wait_for_service(timeout_sec=10.0), f'no {node_name}/get_parameters'
             for _ in range(attempts):
                 future = client.call_async(GetParameters.Request(names=list(names)))
-                deadline = time.monotonic() + 5.0
-                while not future.done() and time.monotonic() < deadline:
-                    self.executor.spin_once(timeout_sec=0.05)
-                if future.done():
+                if self.wait_until(future.done, 5.0):
                     return dict(zip(names, future.result().values))
                 client.remove_pending_request(future)
         finally:
