@@ -1,6 +1,5 @@
 """
-The direct protocol's error codes: which HTTP status each code is answered with and whether a
-client may retry it.
+The direct protocol's error codes: the status each is answered with, whether a retry may help.
 
 One table for both sides: the local gateway answers every direct-protocol error from it, and
 the project's client maps a body's `code` (or, when a body has none, its status) back through
@@ -67,17 +66,17 @@ _CODE_OF_STATUS: dict[int, str] = {
 
 
 def spec_of(code: str) -> CodeSpec:
-    """The table's entry for `code` (a reason is looked up as its code); unknown is internal."""
+    """Look up `code` (a reason as its code); an unknown code is `internal`."""
     return CODES.get(REASONS.get(code, code), CODES['internal'])
 
 
 def code_for_status(status: int) -> str:
-    """The code a bare status stands for: its own entry, else invalid_request for a 4xx."""
+    """Name the code a bare status stands for: its entry, else invalid_request for a 4xx."""
     if status in _CODE_OF_STATUS:
         return _CODE_OF_STATUS[status]
     return 'invalid_request' if 400 <= status < 500 else 'internal'
 
 
 def is_retryable(code: str) -> bool:
-    """Whether an error with this code may succeed when sent again unchanged."""
+    """Tell whether a request refused with this code may succeed when sent again unchanged."""
     return spec_of(code).retryable
