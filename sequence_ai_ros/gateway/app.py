@@ -14,6 +14,7 @@ from starlette.routing import Route
 from .act import ActService
 from .catalogue import Catalogue, load_catalogue
 from .config import GatewayConfig
+from .core import PolicyCore
 from .errors import JsonReply
 from .keys import KeyLedger
 from .latency import LatencySampler
@@ -61,11 +62,10 @@ def create_app(config: GatewayConfig, backend: PolicyBackend | None = None) -> S
     ledger = KeyLedger(config.keys)
     warmth = Warmth({p.id: p.cold_start_s for p in catalogue.profiles},
                     config.idle_cold_s * scale, config.start_warm)
-    service = ActService(
-        catalogue, ledger, warmth,
-        LatencySampler(config.scenario, scale, config.step_after_s, config.seed),
-        backend, config.concurrency * backend.replicas, config.max_body_bytes, config.seed,
-        config.body_timeout_s)
+    core = PolicyCore(catalogue, warmth,
+                      LatencySampler(config.scenario, scale, config.step_after_s, config.seed),
+                      backend, config.concurrency * backend.replicas, config.seed)
+    service = ActService(core, ledger, config.max_body_bytes, config.body_timeout_s)
     stats = Stats()
     openapi = json.loads(OPENAPI_FILE.read_text(encoding='utf-8'))
 
@@ -78,7 +78,7 @@ def create_app(config: GatewayConfig, backend: PolicyBackend | None = None) -> S
                           'auth': 'keys' if ledger.enabled else 'disabled'})
 
     async def local_stats(request: Request) -> JSONResponse:
-        queues = service.queue_snapshot()
+        queues = core.queue_snapshot()
         body: dict[str, Any] = {'note': LOCAL_NOTE, **stats.snapshot()}
         body.update(
             keys=ledger.snapshot(),

@@ -4,7 +4,8 @@ API keys and their credit: loading, constant-time checks, and per-call accountin
 A key is never echoed: not in errors, logs or stats (stats show `mask_key(key, index)`).
 """
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 import hashlib
 import hmac
@@ -124,6 +125,17 @@ class KeyLedger:
                 raise ApiError(402, f'out of credit: this key has no calls left ({used} used)')
             self._credit[key] -= 1
         return Reservation(key)
+
+    @contextmanager
+    def charging(self, key: str | None) -> Iterator[None]:
+        """Hold one unit of credit (else ApiError 402) for the block: charged if it completes."""
+        reservation = self.reserve(key)
+        try:
+            yield
+        except BaseException:
+            self.refund(reservation)
+            raise
+        self.commit(reservation)
 
     def commit(self, reservation: Reservation) -> None:
         """Charge the held unit: the call succeeded."""
