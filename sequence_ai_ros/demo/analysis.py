@@ -1,44 +1,15 @@
 """Derived from a recording: the actions played, where chunks join (seams), the underruns."""
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-from sequence_ai_ros.world.arm_model import JOINT_NAMES
+# The types live in record/ (below the demo); here for the demo's and the benches' imports.
+from sequence_ai_ros.record.types import ARM_JOINTS, is_hold, Recording, Vector
 
-ARM_JOINTS = len(JOINT_NAMES)
+__all__ = ['ARM_JOINTS', 'Recording', 'Seam', 'Vector', 'actions', 'is_hold', 'period',
+           'seams', 'underruns']
 
 # A gap this many control periods long between two commands is an underrun, not jitter.
 GAP_PERIODS = 2.5
-
-
-Vector = tuple[float, ...]
-
-
-@dataclass
-class Recording:
-    """What one run published, each sample stamped with time.monotonic() at receipt."""
-
-    commands: list[tuple[float, Vector, Vector]] = field(default_factory=list)
-    joint_states: list[tuple[float, Vector]] = field(default_factory=list)
-    chunks: list[tuple[float, dict[str, Any]]] = field(default_factory=list)
-    distances: list[tuple[float, float]] = field(default_factory=list)
-    outcome: dict[str, Any] | None = None
-    outcome_time: float | None = None
-    warming_eta_s: float | None = None
-    episode_message: str = ''
-    # ERROR lines the simulated controllers logged (a command they rejected), as (name, text).
-    controller_errors: list[tuple[str, str]] = field(default_factory=list)
-    # The gripper's goals and failed goals so far (its own interface), from /diagnostics.
-    gripper_goals: int = 0
-    gripper_failures: int = 0
-    # Holds with their reasons and failed requests, as an episode file records them.
-    holds: list[tuple[float, str]] = field(default_factory=list)
-    errors: list[tuple[float, str]] = field(default_factory=list)
-    # How many of a command's leading values are arm joints (the rest: a gripper).
-    arm_joints: int = ARM_JOINTS
-    # What a command's values are when not joint positions (plain Python records the
-    # actions act() was given: 'joint_velocity' ones are velocities), else ''.
-    command_units: str = ''
 
 
 @dataclass(frozen=True)
@@ -48,11 +19,6 @@ class Seam:
     time: float
     index: int
     jump: float
-
-
-def is_hold(velocities: tuple[float, ...]) -> bool:
-    """Return whether a command is a hold (the node sends holds with all velocities zero)."""
-    return bool(velocities) and all(v == 0.0 for v in velocities)
 
 
 def actions(data: Recording) -> list[tuple[float, tuple[float, ...]]]:

@@ -1,5 +1,5 @@
 """
-An episode file as the picture and the outcome table read it (demo.analysis.Recording).
+An episode file as the picture and the outcome table read it (types.Recording).
 
 The node's files and run(record=)'s differ in what stands for a command and a measurement:
 the node's carry the arm messages it published and /joint_states as received; plain Python's
@@ -13,7 +13,6 @@ import re
 from typing import Any
 
 from sequence_ai_ros.contract.action_spaces import is_absolute_space
-from sequence_ai_ros.demo.analysis import ARM_JOINTS, Recording
 
 from .reader import EpisodeFileContents, read_episode, RecordedMessage
 from .schemas import (
@@ -27,6 +26,7 @@ from .schemas import (
     OBSERVATION,
     OUTCOME,
 )
+from .types import ARM_JOINTS, Recording
 
 # size_cap.episode_path's names: 20261206T034208_609456Z_<label>.mcap
 _NAME = re.compile(r'^\d{8}T(\d\d)(\d\d)(\d\d)_\d+Z_(.+)$')

@@ -3,22 +3,28 @@ Policy.run(record=...): one run's streams into an episode file, the node's forma
 
 The callbacks run() reaches the robot through are wrapped to record what they are given; the
 requests and answers come through a PolicyObserver. Imported only when a run records, so the
-client stays httpx-only.
+client stays httpx-only. The client imports this module, so this module does not import the
+client: RecordingObserver has PolicyObserver's methods, and its class only for the type checker.
 """
 
 from collections.abc import Callable
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TYPE_CHECKING
 
-from sequence_ai_ros.client import Observation, PolicyObserver, Prediction
+if TYPE_CHECKING:
+    from sequence_ai_ros.client import Observation, Prediction
+    from sequence_ai_ros.client import PolicyObserver as _Observer
+else:
+    Observation = Prediction = Any
+    _Observer = object
 
 from .episode import EpisodeRecorder, join_event
 from .metadata import episode_metadata
 from .size_cap import episode_path
 
 
-class RecordingObserver(PolicyObserver):
+class RecordingObserver(_Observer):
     """A PolicyObserver that records each request, answer and failure of a Policy."""
 
     def __init__(self, recorder: Callable[[], EpisodeRecorder | None]) -> None:
