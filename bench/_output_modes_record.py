@@ -24,6 +24,7 @@ from sequence_ai_ros.demo.controllers import ARM_CONTROLLERS
 from sequence_ai_ros.demo.record import JointOrder, NODE, Recorder, SIM
 from sequence_ai_ros.harness.ros_side import RosSide
 from sequence_ai_ros.harness.service_calls import call_service
+from sequence_ai_ros.runtime.log_level import ERROR, log_level
 from sequence_ai_ros.world.arm_model import JOINT_NAMES
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
@@ -124,7 +125,7 @@ class ModeRecorder(Recorder):
     def _on_log(self, msg: Log) -> None:
         super()._on_log(msg)
         manager = f'{self.ns.strip("/").replace("/", ".")}.controller_manager'
-        if msg.level >= Log.ERROR and msg.name == manager:
+        if log_level(msg) >= ERROR and msg.name == manager:
             self.limit_clamps.append(msg.msg)
 
     def _on_trajectory(self, msg: JointTrajectory) -> None:

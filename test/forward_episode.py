@@ -25,6 +25,7 @@ from sequence_ai_ros.gateway.process import GatewayProcess
 from sequence_ai_ros.harness.child_processes import ChildProcess, ros_environment
 from sequence_ai_ros.harness.ros_side import RosSide
 from sequence_ai_ros.harness.service_calls import change_state, lifecycle_state
+from sequence_ai_ros.runtime.log_level import ERROR, log_level
 from sequence_ai_ros.world import arm_model
 from std_msgs.msg import Float64MultiArray, String
 
@@ -162,7 +163,7 @@ class _Recorder:
 
     def _on_log(self, msg):
         prefix = self.ns.strip('/').replace('/', '.') + '.'
-        if msg.level < Log.ERROR or not msg.name.startswith(prefix):
+        if log_level(msg) < ERROR or not msg.name.startswith(prefix):
             return
         if msg.name.endswith('controller_manager'):
             self.episode.manager_errors.append(msg.msg)

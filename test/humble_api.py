@@ -115,3 +115,33 @@ HUMBLE_INIT_KEYWORDS = {'args', 'context', 'domain_id', 'signal_handler_options'
 HUMBLE_REQUIRED_KEYWORDS = {
     ('launch_ros.actions', 'LifecycleNode'): {'name', 'namespace'},
 }
+
+# Message members the package and its tests read -> their Python type on (Humble, Jazzy and
+# Kilted). Read on the humble branches: rcl_interfaces 1.2's Log.msg declares DEBUG..FATAL as
+# `byte` (rclpy: one-byte bytes; `uint8` from rcl_interfaces 2.0, Jazzy) and `uint8 level`;
+# common_interfaces' DiagnosticStatus has a `byte` level and constants on every distribution;
+# action_msgs' GoalStatus an `int8` status, rcl_interfaces' parameter types and lifecycle_msgs'
+# Transition ids `uint8`. A member whose two types differ is read only through a function
+# that takes both (FIELD_READERS), never compared as it comes.
+_LOG_LEVELS = ('DEBUG', 'INFO', 'WARN', 'ERROR', 'FATAL')
+MESSAGE_MEMBER_TYPES = {
+    **{('rcl_interfaces.msg', 'Log', n): (bytes, int) for n in _LOG_LEVELS},
+    ('rcl_interfaces.msg', 'Log', 'level'): (int, int),
+    **{('diagnostic_msgs.msg', 'DiagnosticStatus', n): (bytes, bytes)
+       for n in ('level', 'OK', 'WARN', 'ERROR', 'STALE')},
+    **{('action_msgs.msg', 'GoalStatus', n): (int, int)
+       for n in ('status', 'STATUS_SUCCEEDED', 'STATUS_ABORTED', 'STATUS_CANCELED')},
+    **{('rcl_interfaces.msg', 'ParameterType', f'PARAMETER_{n}'): (int, int)
+       for n in ('NOT_SET', 'BOOL', 'INTEGER', 'DOUBLE', 'STRING', 'INTEGER_ARRAY',
+                 'DOUBLE_ARRAY', 'STRING_ARRAY')},
+    ('rcl_interfaces.msg', 'ParameterValue', 'type'): (int, int),
+    ('rcl_interfaces.msg', 'ParameterDescriptor', 'type'): (int, int),
+    **{('lifecycle_msgs.msg', 'Transition', f'TRANSITION_{n}'): (int, int)
+       for n in ('CONFIGURE', 'CLEANUP', 'ACTIVATE', 'DEACTIVATE', 'ACTIVE_SHUTDOWN')},
+}
+
+# Messages with a member whose type differs -> (their field read through a function, the
+# function): /rosout's level goes through sequence_ai_ros.runtime.log_level.
+FIELD_READERS = {
+    ('rcl_interfaces.msg', 'Log'): ('level', 'log_level'),
+}

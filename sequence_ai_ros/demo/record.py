@@ -13,6 +13,7 @@ from rclpy.qos import qos_profile_sensor_data, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
 from sequence_ai_ros.harness.ros_side import RosSide
 from sequence_ai_ros.harness.service_calls import change_state, lifecycle_state
+from sequence_ai_ros.runtime.log_level import ERROR, log_level
 from sequence_ai_ros.sim.arm import JOINT_NAMES
 from std_msgs.msg import Float64, String
 from trajectory_msgs.msg import JointTrajectory
@@ -101,7 +102,7 @@ class Recorder:
     def _on_log(self, msg: Log) -> None:
         # A controller's logger is <namespace>.<controller> with dots: e.g. demo.on.gripper_...
         prefix = self.ns.strip('/').replace('/', '.') + '.'
-        if msg.level >= Log.ERROR and msg.name.startswith(prefix) and \
+        if log_level(msg) >= ERROR and msg.name.startswith(prefix) and \
                 msg.name.endswith('controller'):
             self.data.controller_errors.append((msg.name, msg.msg))
 

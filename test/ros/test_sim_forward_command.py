@@ -18,6 +18,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import qos_profile_system_default
 from ros_harness import wait_until
 from sequence_ai_ros.harness.service_calls import call_service
+from sequence_ai_ros.runtime.log_level import ERROR, log_level
 from sequence_ai_ros.sim.forward_command import (
     DEACTIVATED,
     ForwardCommand,
@@ -224,7 +225,7 @@ def test_a_wrong_size_command_over_dds_is_ignored_with_upstreams_text(ros, contr
 
         def logged():
             np.testing.assert_array_equal(node.update(0.0, q, q), [0.1, 0.2])
-            return any(text in m.msg and m.level == Log.ERROR for m in logs)
+            return any(text in m.msg and log_level(m) == ERROR for m in logs)
         assert wait_until(logged, 10), [m.msg for m in logs]
         assert node.active
     finally:

@@ -129,3 +129,68 @@ def test_the_table_matches_this_rclpy_where_it_still_applies():
         missing += [f'{module}.{n}' for n in names if not hasattr(loaded, n)
                     and importlib.util.find_spec(f'{module}.{n}') is None]
     assert missing == []
+
+
+# -- message members whose Python type differs on Humble -------------------------------------
+
+def every_source():
+    yield from sources()
+    for folder in ('test', 'bench', 'scripts'):
+        yield from sorted((REPO / folder).rglob('*.py'))
+
+
+def member_problems(source: str, where: str = '<source>') -> list[str]:
+    """Return every read of a message member whose Python type differs on Humble, unguarded."""
+    tree = ast.parse(source, where)
+    imported = {alias.asname or alias.name: (node.module, alias.name)
+                for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module
+                for alias in node.names}
+    readers = dict(humble_api.FIELD_READERS[m] for m in imported.values()
+                   if m in humble_api.FIELD_READERS)
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                node.value.id in imported:
+            module, cls = imported[node.value.id]
+            humble, later = humble_api.MESSAGE_MEMBER_TYPES.get(
+                (module, cls, node.attr), (None, None))
+            if humble is not later:
+                reader = humble_api.FIELD_READERS.get((module, cls), ('', 'a reader'))[1]
+                found.append(f'{where}:{node.lineno}: {cls}.{node.attr} is {humble.__name__} '
+                             f'on Humble, {later.__name__} later: use {reader}() and its '
+                             'int constants')
+        elif isinstance(node, ast.Compare):
+            found += [f'{where}:{node.lineno}: .{o.attr} compared as it comes: read it with '
+                      f'{readers[o.attr]}()' for o in (node.left, *node.comparators)
+                      if isinstance(o, ast.Attribute) and o.attr in readers]
+    return found
+
+
+def test_no_message_member_is_compared_in_a_type_humble_changes():
+    found = []
+    for path in every_source():
+        found += member_problems(path.read_text(encoding='utf-8'), str(path.relative_to(REPO)))
+    assert found == []
+
+
+def test_the_member_check_catches_what_failed_on_humble():
+    log = 'from rcl_interfaces.msg import Log\n'
+    assert member_problems(log + 'ok = msg.level >= Log.ERROR\n')  # TypeError on Humble
+    assert member_problems(log + 'ok = m.level == 40\n')
+    assert member_problems('from rcl_interfaces.msg import Log as L\nok = L.WARN\n')
+    assert member_problems(log + 'from sequence_ai_ros.runtime.log_level import ERROR, '
+                           'log_level\nok = log_level(msg) >= ERROR\n') == []
+    # DiagnosticStatus' level and constants are bytes on every distribution: no reader.
+    assert member_problems('from diagnostic_msgs.msg import DiagnosticStatus as D\n'
+                           'ok = s.level == D.ERROR\n') == []
+
+
+def test_the_member_table_matches_this_distribution():
+    wrong = []
+    for (module, cls, member), (_, later) in humble_api.MESSAGE_MEMBER_TYPES.items():
+        message = getattr(importlib.import_module(module), cls)
+        is_field = member in message.get_fields_and_field_types()
+        value = getattr(message() if is_field else message, member)
+        if type(value) is not later:
+            wrong.append(f'{cls}.{member}: {type(value).__name__}, table: {later.__name__}')
+    assert wrong == []

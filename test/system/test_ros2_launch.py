@@ -10,8 +10,8 @@ PyPI), each test skips naming what is missing.
 
 import json
 import os
-from pathlib import Path
 import re
+import shutil
 import subprocess
 import sys
 
@@ -253,11 +253,31 @@ def test_demo_launch_every_process_finishes_cleanly_on_ctrl_c(demo_run):
 
 # -- test_launch.py under launch_testing ---------------------------------------------------------
 
+def launch_test_runner(env):
+    """Return the launch_test command on `env`'s PATH: the venv's bin, then a sourced prefix's."""
+    runner = shutil.which('launch_test', path=env['PATH'])
+    assert runner, f'launch_testing is importable but no launch_test on {env["PATH"]}'
+    return runner
+
+
+def test_launch_test_is_found_where_a_sourced_install_puts_it(tmp_path):
+    # A sourced Humble has launch_test in /opt/ros/<distro>/bin, on PATH, not in the venv's bin.
+    venv_bin, ros_bin = tmp_path / 'venv' / 'bin', tmp_path / 'opt' / 'bin'
+    for folder in (venv_bin, ros_bin):
+        folder.mkdir(parents=True)
+    (ros_bin / 'launch_test').write_text('#!/bin/sh\n')
+    (ros_bin / 'launch_test').chmod(0o755)
+    path = os.pathsep.join([str(venv_bin), str(ros_bin)])
+    assert launch_test_runner({'PATH': path}) == str(ros_bin / 'launch_test')
+    (venv_bin / 'launch_test').write_text('#!/bin/sh\n')
+    (venv_bin / 'launch_test').chmod(0o755)
+    assert launch_test_runner({'PATH': path}) == str(venv_bin / 'launch_test')
+
+
 def test_launch_testing_runs_test_launch(env, tmp_path):
     require(*LAUNCH_TESTING)
-    runner = Path(sys.executable).with_name('launch_test')
-    assert runner.is_file(), f'launch_testing is importable but {runner} is missing'
-    result = subprocess.run([str(runner), str(REPO / 'test/system/test_launch.py')], env=env,
+    runner = launch_test_runner(env)
+    result = subprocess.run([runner, str(REPO / 'test/system/test_launch.py')], env=env,
                             cwd=tmp_path, capture_output=True, text=True, timeout=300)
     output = result.stdout + result.stderr
     assert result.returncode == 0, output[-6000:]

@@ -15,6 +15,7 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from ros_harness import wait_until
 from sensor_msgs.msg import JointState
 from sequence_ai_ros.demo.configs import find_config
+from sequence_ai_ros.runtime.log_level import ERROR, log_level
 from sequence_ai_ros.sim.joint_limits import JointLimiter
 from sequence_ai_ros.world import arm_model
 from sim_process import SimProcess
@@ -113,7 +114,7 @@ def step_against_sim(ros, distro, namespace):
     prefix = namespace.strip('/') + '.controller_manager'
 
     def on_log(msg):
-        if msg.name == prefix and msg.level >= Log.ERROR:
+        if msg.name == prefix and log_level(msg) >= ERROR:
             errors.append(msg.msg)
 
     subs = [node.create_subscription(Log, '/rosout', on_log, RELIABLE),
