@@ -37,6 +37,8 @@ setup(
         # Optional: episode recording (MCAP files) and `sequence-ai-ros report` (with 'demo').
         # mcap-ros2-support is a rosdep key (pip) on Humble, Jazzy and Kilted; it brings mcap.
         'record': ['mcap>=1.6', 'mcap-ros2-support>=0.6'],
+        # Optional: `sequence-ai-ros export --format lerobot` (with 'record'): parquet and video.
+        'dataset': ['pyarrow>=21', 'av>=12', 'numpy', 'pillow'],
         # Optional: the gateway on Ray Serve (`gateway --ray`), replicas of the policy.
         'ray': ['ray[serve]', 'starlette', 'uvicorn', 'numpy', 'pillow'],
         'test': ['pytest', 'ruff', 'mypy', 'vermin'],

@@ -21,11 +21,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog=PROG, description='Drive a ROS 2 arm from a cloud-served robot policy: inspect '
         'the catalogue, diagnose a set-up, run the local gateway or the demo.')
     # Here rather than at the top: `main` installs the handlers before the imports they need.
-    from sequence_ai_ros.cli import doctor_command, models, proxy, report_command
+    from sequence_ai_ros.cli import dataset_commands, doctor_command, models, proxy, report_command
 
     parser.add_argument('--version', action='version', version=f'%(prog)s {__version__}')
     commands = parser.add_subparsers(dest='command', metavar='COMMAND', required=True)
-    for module in (models, doctor_command, proxy, report_command):
+    for module in (models, doctor_command, proxy, report_command, dataset_commands):
         module.add_command(commands)
     commands.add_parser('gateway', add_help=False,
                         help='run the local gateway (see `sequence-ai-ros gateway --help`)')

@@ -11,10 +11,12 @@ REPORT_DESCRIPTION = f"""\
 Draw a recorded episode (an .mcap file the policy node or run(record=...) wrote): commanded
 and measured joints, where chunks join, holds and underruns, the latency of each chunk, the
 distance to the target where known; and print its outcome table. With --compare, two episodes
-side by side (prefetch on and off, two join modes, two networks).
+side by side (prefetch on and off, two join modes, two networks). An exported dataset's
+episode (`{PROG} export`) is drawn from what the dataset keeps; a panel without data is left out.
 
   {PROG} report EPISODE.mcap [--out PNG]
-  {PROG} report --compare A.mcap B.mcap [--out PNG]"""
+  {PROG} report --compare A.mcap B.mcap [--out PNG]
+  {PROG} report DATASET_DIR --episode N [--out PNG]"""
 
 
 def add_command(commands: Any) -> None:
@@ -22,7 +24,10 @@ def add_command(commands: Any) -> None:
     report = commands.add_parser('report', help='draw a recorded episode (.mcap) and its outcome',
                                  description=REPORT_DESCRIPTION,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    report.add_argument('episode', nargs='?', type=Path, help='the episode file (.mcap)')
+    report.add_argument('episode', nargs='?', type=Path,
+                        help='the episode file (.mcap), or an exported dataset folder')
+    report.add_argument('--episode', dest='index', type=int, default=0, metavar='N',
+                        help="a dataset's episode to draw (default 0)")
     report.add_argument('--compare', nargs=2, type=Path, metavar=('A', 'B'),
                         help='two episode files, drawn side by side')
     report.add_argument('--out', type=Path, help='the PNG to write (default: beside the first '
@@ -47,32 +52,26 @@ def run_report(args: argparse.Namespace) -> int:
     try:
         from sequence_ai_ros.demo.plot import render
         from sequence_ai_ros.demo.summary import outcome_table
-        from sequence_ai_ros.record.dependency import RecordingUnavailable
-        from sequence_ai_ros.record.recording import load_episode
     except ImportError as exc:
         print(f'{PROG} report draws with matplotlib and numpy, which are missing ({exc}): '
               "pip install 'sequence_ai_ros[demo,record]'", file=sys.stderr)
         return 2
     episodes = []
     for path in paths:
-        if not path.is_file():
-            print(f'{PROG} report: no such file: {path}', file=sys.stderr)
-            return 2
         try:
-            episodes.append(load_episode(path))
-        except RecordingUnavailable as exc:
+            episodes.append(_load(path, args.index))
+        except (LookupError, ValueError, ImportError) as exc:
             print(f'{PROG} report: {exc}', file=sys.stderr)
             return 2
     for episode in episodes:
-        _describe(episode)
+        print('\n'.join(episode.describe()))
     target = tuple(args.target) if args.target else None
     scale = args.time_scale
     space = next((e.action_space for e in episodes if e.action_space), '')
     for episode in episodes:
         episode.final_distance = _final_distance(episode, target)
-    print(outcome_table(episodes, scale, space))  # type: ignore[arg-type]
-    out = args.out or paths[0].with_name(
-        paths[0].stem + (f'_vs_{paths[1].stem}' if len(paths) > 1 else '') + '.png')
+    print(outcome_table(episodes, scale, space))
+    out = args.out or _picture_path(paths, args.index)
     chunk = next((e.chunk_s for e in episodes if e.chunk_s), None)
     render(episodes, out, title=_title(episodes), scale=scale,
            chunk_s=None if chunk is None else chunk / scale, join=episodes[0].join,
@@ -81,14 +80,32 @@ def run_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _describe(episode: Any) -> None:
-    contents = episode.contents
-    topics = ', '.join(f'{topic} {count}' for topic, count in sorted(contents.topics().items()))
-    cut = ' (cut short: the writer stopped before closing it; read up to its last flush)' \
-        if contents.truncated else ''
-    print(f'{contents.path}: {len(contents.messages)} messages{cut}\n  {topics}')
-    for _, error in episode.data.errors[:5]:
-        print(f'  request failed: {error}')
+def _load(path: Path, index: int) -> Any:
+    """Read a recording, or an exported dataset's episode; LookupError/ValueError say why."""
+    from sequence_ai_ros.record.dependency import RecordingUnavailable
+    from sequence_ai_ros.record.recording import load_episode
+
+    if path.is_dir():
+        from sequence_ai_ros.dataset.read_back import is_dataset, load_exported_episode
+
+        if not is_dataset(path):
+            raise LookupError(f'{path} is a folder but not an exported dataset (no '
+                              'meta/info.json)')
+        return load_exported_episode(path, index)
+    if not path.is_file():
+        raise LookupError(f'no such file: {path}')
+    try:
+        return load_episode(path)
+    except RecordingUnavailable as exc:
+        raise LookupError(str(exc)) from None
+
+
+def _picture_path(paths: list[Path], index: int) -> Path:
+    first = paths[0]
+    if first.is_dir():
+        return first.with_name(f'{first.name}_episode_{index}.png')  # not into the dataset
+    return first.with_name(first.stem + (f'_vs_{paths[1].stem}' if len(paths) > 1 else '')
+                           + '.png')
 
 
 def _final_distance(episode: Any, target: Any) -> float | None:

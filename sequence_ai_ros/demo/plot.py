@@ -21,34 +21,43 @@ UNDERRUN = '#d62728'
 HOLD = '#9467bd'
 SEAM = '0.45'
 LEAD_S = 0.5  # model seconds shown before the first action: the arm at rest
+# The panels a run may have, their heights (relative) and their axes' labels.
+PANEL_HEIGHT = {'joints': 3.0, 'distance': 1.3, 'latency': 1.3}
+PANEL_LABEL = {'joints': 'joint position (rad)', 'distance': 'tool to target (cm)',
+               'latency': 'chunk latency (s)'}
 
 
 def render(runs: Sequence[Any], path: Path, *, title: str, scale: float,
            chunk_s: float | None, join: str, target: Sequence[float] | None) -> None:
     """
-    Draw each run as a column of three panels and write a PNG to `path`.
+    Draw each run as a column of panels and write a PNG to `path`.
 
-    A run is a summary.Run or anything with its label, data and final_distance. `target` is
-    the (x, y) the simulated arm reaches for: without it (a real robot's episode) the
-    distance panel says it is not known. `chunk_s` is the seconds one chunk covers.
+    A run is a summary.Run or anything with its label, data and final_distance. The joints are
+    always drawn; the tool's distance to `target` (the (x, y) the simulated arm reaches for)
+    only with a target, and the chunks' latency only when a run has chunks (an exported
+    episode has none): a panel without data is left out. `chunk_s` is the seconds one chunk
+    covers.
     """
-    width, height, single = 7.5 * len(runs), 9.0, len(runs) == 1
+    panels = ['joints'] + (['distance'] if target is not None else []) + \
+        (['latency'] if any(run.data.chunks for run in runs) else [])
+    ratios = [PANEL_HEIGHT[panel] for panel in panels]
+    width, single = 7.5 * len(runs), len(runs) == 1
+    height = 9.0 * (sum(ratios) + 0.9) / (sum(PANEL_HEIGHT.values()) + 0.9)
     fig = Figure(figsize=(width, height), dpi=110)
     # Margins in inches, set by hand: the layout engines and outside legends of newer
     # matplotlib are missing from Jammy's (3.5), which a Humble machine has.
     fig.subplots_adjust(left=0.8 / width, right=1 - 0.15 / width,
                         top=1 - (0.95 if single else 0.75) / height,
                         bottom=(1.15 if single else 0.95) / height, hspace=0.12, wspace=0.04)
-    axes = fig.subplots(3, len(runs), sharex=True, sharey='row', squeeze=False,
-                        gridspec_kw={'height_ratios': [3.0, 1.3, 1.3]})
+    axes = fig.subplots(len(panels), len(runs), sharex=True, sharey='row', squeeze=False,
+                        gridspec_kw={'height_ratios': ratios})
     end = max(_end(run, scale) for run in runs)
     for column, run in enumerate(runs):
-        _draw_run(axes[:, column], run, scale, chunk_s, join, target)
+        _draw_run(dict(zip(panels, axes[:, column])), run, scale, chunk_s, join, target)
         axes[-1, column].set_xlabel('time since the first action (model s)')
         axes[0, column].set_xlim(-LEAD_S, end)
-    axes[0, 0].set_ylabel('joint position (rad)')
-    axes[1, 0].set_ylabel('tool to target (cm)')
-    axes[2, 0].set_ylabel('chunk latency (s)')
+    for row, panel in enumerate(panels):
+        axes[row, 0].set_ylabel(PANEL_LABEL[panel])
     fig.suptitle(title.replace(', ', ',\n', 1) if single else title)
     arm = max(run.data.arm_joints for run in runs)
     fig.legend(handles=_legend(arm), loc='lower center', ncol=5 if single else 13,
@@ -65,9 +74,10 @@ def _end(run: Any, scale: float) -> float:
     return (last - played[0][0]) / scale + LEAD_S
 
 
-def _draw_run(axes: Any, run: Any, scale: float, chunk_s: float | None, join: str,
+def _draw_run(panels: dict[str, Any], run: Any, scale: float, chunk_s: float | None, join: str,
               target: Sequence[float] | None) -> None:
-    joints_ax, distance_ax, latency_ax = axes
+    axes = list(panels.values())
+    joints_ax = panels['joints']
     data = run.data
     arm = data.arm_joints
     played = analysis.actions(data)
@@ -108,7 +118,16 @@ def _draw_run(axes: Any, run: Any, scale: float, chunk_s: float | None, join: st
     joints_ax.set_title(_headline(run, scale), fontsize='medium')
     joints_ax.grid(alpha=0.3)
 
-    if data.joint_states and target is not None and arm == ARM:
+    if 'distance' in panels:
+        _draw_distance(panels['distance'], run, model_s, target)
+    if 'latency' in panels:
+        _draw_latency(panels['latency'], data, model_s, scale, chunk_s)
+
+
+def _draw_distance(distance_ax: Any, run: Any, model_s: Any,
+                   target: Sequence[float] | None) -> None:
+    data = run.data
+    if data.joint_states and target is not None and data.arm_joints == ARM:
         # From the measured joints (100 Hz) rather than the sim's 10 Hz topic: the same number.
         hover = np.array([target[0], target[1], HOVER_Z])
         times = model_s([t for t, _ in data.joint_states])
@@ -120,13 +139,12 @@ def _draw_run(axes: Any, run: Any, scale: float, chunk_s: float | None, join: st
         distance_ax.annotate(f'final {100 * run.final_distance:.1f} cm', xy=(1.0, 1.0),
                              xycoords='axes fraction', ha='right', va='top',
                              fontsize='small')
-    if target is None:
-        distance_ax.annotate('distance to target: not known for this episode', xy=(0.5, 0.5),
-                             xycoords='axes fraction', ha='center', va='center',
-                             fontsize='small', color='0.4')
     distance_ax.set_ylim(bottom=0.0)
     distance_ax.grid(alpha=0.3)
 
+
+def _draw_latency(latency_ax: Any, data: Any, model_s: Any, scale: float,
+                  chunk_s: float | None) -> None:
     if data.chunks:
         arrivals = model_s([t for t, _ in data.chunks])
         latency = np.array([e.get('latency_s') or 0.0 for _, e in data.chunks]) / scale

@@ -14,6 +14,7 @@ from typing import Any
 
 from .dependency import RecordingUnavailable, require_mcap
 from .episode import engine_join, EpisodeRecorder
+from .labels import Label, label_episode, LabelError
 from .run_recording import RecordingObserver
 from .schemas import ARM_COMMAND, DEFINITIONS, GRIPPER_COMMAND, JOINT_STATE, JOINT_STATES
 from .size_cap import enforce_cap, episode_path, writable_directory
@@ -94,6 +95,22 @@ class NodeRecording:
             from rclpy.serialization import serialize_message
             self._serialize = serialize_message
         return ''
+
+    def label(self, success: bool, notes: str = '') -> tuple[Label | None, str]:
+        """
+        Label the running episode, else the last one (~/label_episode); (label, problem).
+
+        The label goes into the recording's sidecar (labels.py) whether the writer is still
+        finishing the file or not. Without a recording the problem says why, and nothing is
+        written.
+        """
+        path = self.recorder.path if self.recorder is not None else self.last_path
+        if path is None:
+            return None, self.problem or 'no episode recorded yet'
+        try:
+            return label_episode(path, success, notes), ''
+        except (LabelError, OSError) as exc:
+            return None, f'cannot label {path}: {exc}'
 
     def message(self, topic: str, message: Any) -> None:
         """Record a message as published or received (serialized on the writer thread)."""

@@ -48,12 +48,18 @@ class EpisodeFileContents:
 def read_episode(path: Path) -> EpisodeFileContents:
     """Decode every message of an episode file (ROS 2 CDR with ros2msg schemas)."""
     contents = EpisodeFileContents(Path(path))
-    for record in _records(contents):
+    for record in stream_messages(contents):
         contents.messages.append(record)
     return contents
 
 
-def _records(contents: EpisodeFileContents) -> Iterator[RecordedMessage]:
+def stream_messages(contents: EpisodeFileContents) -> Iterator[RecordedMessage]:
+    """
+    Decode `contents.path`'s messages one at a time, in file order, keeping none of them.
+
+    The metadata and `truncated` are filled in on `contents` as the file is read (the metadata
+    record comes first); its `messages` stay as they are. The export reads recordings this way.
+    """
     require_mcap()
     kinds = mcap_module('mcap.records')
     factory = mcap_module('mcap_ros2.decoder').DecoderFactory()

@@ -14,6 +14,7 @@ from typing import Any
 
 from sequence_ai_ros.contract.action_spaces import is_absolute_space
 
+from .labels import read_label
 from .reader import EpisodeFileContents, read_episode, RecordedMessage
 from .schemas import (
     ACTION,
@@ -76,6 +77,22 @@ class RecordedEpisode:
         for message in self.contents.on(ANSWER):
             return str(_json(message).get('action_space', ''))
         return ''
+
+
+    def describe(self) -> list[str]:
+        """Return the lines the report prints about the episode before its table."""
+        contents = self.contents
+        topics = ', '.join(f'{topic} {count}'
+                           for topic, count in sorted(contents.topics().items()))
+        cut = ' (cut short: the writer stopped before closing it; read up to its last flush)' \
+            if contents.truncated else ''
+        lines = [f'{contents.path}: {len(contents.messages)} messages{cut}', f'  {topics}']
+        label = read_label(contents.path)
+        if label is not None:
+            notes = f': {label.notes}' if label.notes else ''
+            lines.append(f'  labelled {"success" if label.success else "failure"} '
+                         f'({label.labelled_at}){notes}')
+        return lines + [f'  request failed: {error}' for _, error in self.data.errors[:5]]
 
 
 def load_episode(path: Path, label: str = '') -> RecordedEpisode:

@@ -10,6 +10,8 @@ import os
 from pathlib import Path
 import re
 
+from .labels import label_path
+
 SUFFIX = '.mcap'
 _UNSAFE = re.compile(r'[^A-Za-z0-9_.-]+')
 
@@ -60,6 +62,7 @@ def enforce_cap(directory: Path, max_bytes: int, keep: tuple[Path, ...] = ()) ->
             os.remove(path)
         except OSError:
             continue
+        _remove_label(path)
         total -= sizes[path]
         removed.append(path)
     return removed
@@ -74,6 +77,13 @@ def writable_directory(directory: Path) -> str:
     if not os.access(directory, os.W_OK | os.X_OK):
         return f'{directory} is not writable'
     return ''
+
+
+def _remove_label(episode: Path) -> None:
+    try:
+        os.remove(label_path(episode))
+    except OSError:
+        pass
 
 
 def _size(path: Path) -> int:
