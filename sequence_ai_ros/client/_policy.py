@@ -4,16 +4,33 @@ Policy: one model, one kept-alive connection, three ways to drive it.
 predict(obs)        the whole chunk; you do everything
 next_action(obs)    we hold the buffer (and prefetch), you own the cadence
 run(observe, act)   we own the loop
+
+On either protocol: `v1` posts each observation to the gateway's /v1/act; `direct` connects
+at the gateway and observes and acts at the worker (_direct.py). `auto` asks for the direct
+protocol and falls back to v1 only when the gateway has none.
 """
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+import logging
 import threading
 import time
 from typing import Any
 import warnings
 
-from ._errors import ChunkExhausted, PolicyBusy, PolicyClosed
+from ._direct import DirectConnection
+from ._direct_wire import Readiness
+from ._errors import (
+    ChunkExhausted,
+    Interrupted,
+    InvalidRequest,
+    NotFound,
+    PolicyBusy,
+    PolicyClosed,
+    SequencesError,
+    Unavailable,
+)
+from ._interrupt import InterruptSignal
 from ._latency import LatencyWindow
 from ._observer import ObserverList, PolicyObserver
 from ._outcome import RunOutcome
@@ -23,6 +40,8 @@ from ._stream import ActionStream
 from ._transport import Transport
 from ._types import Model, Observation, Prediction
 
+PROTOCOLS = ('auto', 'direct', 'v1')
+_log = logging.getLogger('sequence_ai_ros.client')
 _validate_warning_lock = threading.Lock()
 _validate_warned = False
 
@@ -42,11 +61,20 @@ class Policy:
     """A handle on one model over one open connection. Get it from connect(); use `with`."""
 
     def __init__(self, transport: Transport, model: str, control_hz: float | None = None,
-                 observer: PolicyObserver | None = None) -> None:
+                 observer: PolicyObserver | None = None, *, protocol: str = 'v1',
+                 direct: DirectConnection | None = None) -> None:
         if control_hz is not None and not control_hz > 0:
             raise ValueError('control_hz must be a positive rate')
+        if protocol not in PROTOCOLS:
+            raise ValueError(f'protocol must be one of {", ".join(PROTOCOLS)}')
+        if protocol != 'v1' and direct is None:
+            raise ValueError(f'protocol={protocol!r} needs a DirectConnection')
         self._transport = transport
         self._model = model
+        self._protocol = protocol
+        self._direct = direct
+        self._protocol_lock = threading.Lock()
+        self._interrupt = direct._interrupt if direct is not None else InterruptSignal()
         # The published client's keyword, under the node's name from here on.
         self._control_rate_hz = control_hz
         self._closed = False
@@ -58,8 +86,57 @@ class Policy:
 
     def __repr__(self) -> str:
         state = 'closed' if self._closed else 'open'
-        return f'Policy(model={self._model!r}, {self._transport!r}, {state})'
+        return (f'Policy(model={self._model!r}, protocol={self._protocol!r}, '
+                f'{self._transport!r}, {state})')
 
+    @property
+    def protocol(self) -> str:
+        """Return `direct` or `v1` once known; `auto` until the first request settles it."""
+        return self._protocol
+
+    @property
+    def seat_lost(self) -> bool:
+        """Return whether the gateway said it no longer holds this Policy's seat (direct)."""
+        return self._direct is not None and self._direct.seat.lost
+
+    @property
+    def session(self) -> str | None:
+        """Return the direct session id (None on v1)."""
+        return self._direct.session if self._direct is not None else None
+
+    @property
+    def direct(self) -> DirectConnection | None:
+        """Return the direct connection (its route, seat and episodes), None on v1."""
+        return self._direct if self._protocol != 'v1' else None
+
+    def resolve_protocol(self) -> str:
+        """
+        Settle `auto`: connect for the direct protocol, and say in the log which is in use.
+
+        A gateway without it (a 404 for the route, not a coded not_found for the deployment)
+        means v1.
+        """
+        self._assert_open()
+        with self._protocol_lock:
+            if self._protocol != 'auto':
+                return self._protocol
+            assert self._direct is not None
+            try:
+                self._direct.connect()
+                self._protocol = 'direct'
+            except NotFound:
+                raise  # the direct protocol answered: the deployment is missing
+            except InvalidRequest as exc:
+                if exc.status != 404:
+                    raise
+                self._protocol = 'v1'
+            except Unavailable as exc:
+                if not (exc.warming or exc.queued):
+                    raise
+                self._protocol = 'direct'  # it answered as the direct protocol: a cold worker
+                _log.info('%s: direct protocol, %s', self._model, exc)
+            _log.info('%s: using the %s protocol', self._model, self._protocol)
+            return self._protocol
     @property
     def model(self) -> str:
         """Return the full model id."""
@@ -95,15 +172,24 @@ class Policy:
         if not isinstance(observation, Observation):
             raise TypeError(
                 f'observation must be an Observation, got {type(observation).__name__}')
-        payload: dict[str, Any] = {'model': self._model, 'observation': observation.to_wire()}
-        payload.update({k: v for k, v in options.items() if v is not None})
         self._observer.request_sent(observation)
         began = time.monotonic()
+        generation = self._interrupt.generation
         try:
-            prediction = Prediction.from_wire(self._transport.post('/v1/act', payload))
+            if self.resolve_protocol() == 'direct':
+                assert self._direct is not None
+                prediction = self._direct.predict(observation, options)
+            else:
+                payload: dict[str, Any] = {'model': self._model,
+                                           'observation': observation.to_wire()}
+                payload.update({k: v for k, v in options.items() if v is not None})
+                prediction = Prediction.from_wire(self._transport.post('/v1/act', payload))
         except BaseException as exc:
+            if isinstance(exc, SequencesError) and not isinstance(exc, Interrupted) and \
+                    self._interrupt.fired_since(generation):
+                exc = Interrupted(f'the request was interrupted (interrupt()): {exc.message}')
             self._observer.request_failed(observation, exc)
-            raise
+            raise exc
         self._observer.answer_received(observation, prediction, time.monotonic() - began)
         return prediction
 
@@ -132,7 +218,7 @@ class Policy:
         self._assert_open()
         return ActionStream(self.send, playback, control_rate_hz=self._control_rate_hz,
                             latency=self._latency, options=options, clock=clock,
-                            on_chunk=on_chunk)
+                            on_chunk=on_chunk, interrupt=self._interrupt)
 
     # -- you do everything ------------------------------------------------------------------
 
@@ -245,6 +331,9 @@ class Policy:
                 recording.stream = stream
                 calls = recording.wrap(calls)
             loop = RunLoop(stream, calls, max_actions, playback)
+            own_episode = self._direct is not None and self._direct.episodes.current is None
+            if own_episode:
+                self.begin_episode()
             try:
                 loop.run()
             except BaseException as exc:
@@ -252,11 +341,96 @@ class Policy:
                 raise
             finally:
                 stream.close(wait_for_inflight=False)
+                if own_episode:
+                    self.end_episode()
                 loop.finish()
                 if recording is not None:
                     self.remove_observer(recording.observer)
                     recording.finish(loop.outcome)
             return loop.outcome
+
+    # -- readiness, episodes, interrupts (the direct protocol's; harmless on v1) --------------
+
+    def ready(self) -> Readiness:
+        """
+        Ask GET /v1/act/ready for this session: ready, eta_s, status, stage, queue position.
+
+        Does not block; a cold worker is started by the asking. On v1 there is no such route:
+        InvalidRequest (the first request waits out a cold start instead).
+        """
+        if self.resolve_protocol() != 'direct':
+            raise InvalidRequest('ready() needs the direct protocol; this gateway speaks v1 '
+                                 'only (its first request waits out a cold start)')
+        assert self._direct is not None
+        return self._direct.ready()
+
+    def wait_until_ready(self, timeout_s: float = 600.0, *,
+                         on_wait: Callable[[Readiness], Any] | None = None,
+                         poll_s: float = 2.0) -> float:
+        """
+        Poll ready() until the worker serves this session; return the seconds waited.
+
+        on_wait(readiness) is called on every answer that is not ready (the ETA, the stage, the
+        place in line). Past `timeout_s` raises Unavailable (warming); interrupt() ends the
+        wait at once with Interrupted. On v1 returns 0 at once.
+        """
+        began = time.monotonic()
+        generation = self._interrupt.generation
+        if self.resolve_protocol() != 'direct':
+            return 0.0
+        assert self._direct is not None
+        while True:
+            answer = self._direct.ready()
+            if answer.ready:
+                if self._direct.route is None:
+                    self._direct.connect()  # open the worker route before the first act
+                return time.monotonic() - began
+            if on_wait is not None:
+                on_wait(answer)
+            left = timeout_s - (time.monotonic() - began)
+            if left <= 0:
+                raise Unavailable(f'{self._model} was still not ready after {timeout_s:g}s '
+                                  f'(status {answer.status}, stage {answer.stage})',
+                                  warming=True, retry_after_s=answer.retry_after_s,
+                                  code='warming')
+            pause = answer.retry_after_s or poll_s
+            self._interrupt.sleep(min(left, max(0.1, pause)), generation,
+                                  'wait_until_ready()')
+
+    def begin_episode(self, episode_id: str | None = None) -> str | None:
+        """Open an episode on the wire (direct): its requests carry its id. None on v1."""
+        self._assert_open()
+        if self._direct is None or self._protocol == 'v1':
+            return None
+        if self._direct.episodes.current is not None:
+            self._direct.end_episode()
+        return self._direct.episodes.begin(episode_id)
+
+    def end_episode(self, episode_id: str | None = None) -> str | None:
+        """Tell the worker the episode ended (bounded, best effort); return its id."""
+        if self._direct is None or self._protocol == 'v1':
+            return None
+        return self._direct.end_episode(episode_id)
+
+    def label(self, success: bool, notes: str = '', *, episode_id: str | None = None) -> str:
+        """Label an episode (default: the last one) on the gateway; return its id."""
+        self._assert_open()
+        if self._direct is None or self.resolve_protocol() != 'direct':
+            raise InvalidRequest('label() needs the direct protocol (episodes on the wire)')
+        episode = episode_id or self._direct.episodes.last
+        if episode is None:
+            raise InvalidRequest('label(): no episode has run on this Policy yet')
+        self._direct.label(episode, success, notes)
+        return episode
+
+    def interrupt(self) -> None:
+        """
+        Cut short the request in flight and any wait of this Policy, from any thread.
+
+        The caller of what was cut gets Interrupted; nothing of it is played. Requests
+        started afterwards run as usual.
+        """
+        self._interrupt.fire()
 
     # -- lifetime ---------------------------------------------------------------------------
 
@@ -271,6 +445,8 @@ class Policy:
         self._closed = True
         if self._stream is not None:
             self._stream.close(wait_for_inflight=True)
+        if self._direct is not None and self._protocol == 'direct':
+            self._direct.close()
         self._transport.close()
 
     def __enter__(self) -> 'Policy':

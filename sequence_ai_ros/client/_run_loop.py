@@ -46,6 +46,7 @@ class RunLoop:
         self.holds = 0
         self._starved = False  # inside an underrun whose start the robot has been told of
         self.began = time.monotonic()
+        self._since = stream.interrupt.generation  # an interrupt() from here on ends the run
         self.outcome = RunOutcome(actions=0, chunks=0, elapsed_s=0.0)
 
     def run(self) -> None:
@@ -76,7 +77,7 @@ class RunLoop:
             deadline = (time.monotonic() if deadline is None else deadline) + period
             delay = deadline - time.monotonic()
             if delay > 0:
-                time.sleep(delay)
+                self.stream.pause(delay, self._since)
             elif delay < -period:
                 deadline = time.monotonic()  # far behind: do not burst to catch up
 
@@ -111,7 +112,7 @@ class RunLoop:
         if self.stream.inflight:
             self.stream.wait()
             return
-        time.sleep(self.stream.retry_delay(time.monotonic()))
+        self.stream.pause(self.stream.retry_delay(time.monotonic()), self._since)
         self.stream.start(self.calls.observe(), time.monotonic())
         self.stream.wait()
 
@@ -119,7 +120,7 @@ class RunLoop:
         """Get the first chunk, waiting out a warming worker only here, before anything moves."""
         deadline = time.monotonic() + self.startup_timeout_s
         while True:
-            time.sleep(self.stream.retry_delay(time.monotonic()))
+            self.stream.pause(self.stream.retry_delay(time.monotonic()), self._since)
             captured = time.monotonic()
             self.stream.start(self.calls.observe(), captured)
             self.stream.wait()
@@ -127,15 +128,17 @@ class RunLoop:
                 if self.stream.collect():
                     return
             except Unavailable as exc:
-                if not (exc.warming and self.startup_timeout_s > 0):
+                if not ((exc.warming or exc.queued) and self.startup_timeout_s > 0):
                     raise
                 pause = max(1.0, exc.retry_after_s if exc.retry_after_s is not None else 5.0)
                 if time.monotonic() + pause > deadline:
                     raise Unavailable(
                         f'{exc.message}; still warming after {self.startup_timeout_s:.0f}s '
                         '(startup_timeout_s)', status=exc.status, body=exc.body, warming=True,
-                        retry_after_s=exc.retry_after_s, job_id=exc.job_id) from exc
-                time.sleep(pause)
+                        retry_after_s=exc.retry_after_s, job_id=exc.job_id,
+                        code=exc.code, request_id=exc.request_id, hint=exc.hint,
+                        details=exc.details) from exc
+                self.stream.pause(pause, self._since)
 
     def _outcome_ready(self) -> None:
         """Fill in the RunOutcome from the engine (also after a raise)."""

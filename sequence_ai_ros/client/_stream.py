@@ -15,6 +15,7 @@ from typing import Any, Union
 from ._engine import ChunkEngine
 from ._engine_stats import EngineReport, EngineStats, report
 from ._errors import is_transient, SequencesError
+from ._interrupt import InterruptSignal
 from ._latency import LatencyWindow
 from ._plan import PlannedStep
 from ._playback import DEFAULT_PLAYBACK, PlaybackOptions
@@ -46,7 +47,8 @@ class ActionStream:
                  options: dict[str, Any] | None = None,
                  clock: Callable[[], float] = time.monotonic,
                  on_chunk: Callable[[Prediction], Any] | None = None,
-                 name: str = 'sequence-ai-request') -> None:
+                 name: str = 'sequence-ai-request',
+                 interrupt: InterruptSignal | None = None) -> None:
         engine = ChunkEngine(playback, control_rate_hz=control_rate_hz, latency=latency)
         self._engine = engine
         self._send = send
@@ -65,6 +67,7 @@ class ActionStream:
         self.last_transient_error: SequencesError | None = None
         self._failures_in_a_row = 0
         self._retry_at = float('-inf')
+        self._interrupt = interrupt or InterruptSignal()
 
     # -- what a driver reads of the plan (the engine stays the stream's own) --------------------
 
@@ -146,8 +149,13 @@ class ActionStream:
     def predict(self, observation: Observation, options: dict[str, Any]) -> Prediction:
         """Send one request now, on this thread, and make its chunk the whole plan."""
         ticket = self._engine.request_started(self._clock())
+        generation = self._interrupt.generation
         try:
-            prediction = self._send(observation, options)
+            future = self._pool.submit(self._send, observation, options)
+            while not future.done():  # on a worker thread, so that interrupt() ends the wait
+                wait([future], timeout=0.05)
+                self._interrupt.check(generation, 'predict()')
+            prediction = future.result()
         except BaseException:
             self._engine.request_failed(ticket)
             raise
@@ -216,8 +224,24 @@ class ActionStream:
         pending = [f for f in self._futures.values() if not f.done()]
         if not pending:
             return bool(self._futures)
-        done, _ = wait(pending, timeout=timeout, return_when=FIRST_COMPLETED)
-        return bool(done)
+        generation = self._interrupt.generation
+        end = None if timeout is None else time.monotonic() + timeout
+        while True:  # in slices, so that interrupt() ends the wait at once
+            left = 0.05 if end is None else min(0.05, max(0.0, end - time.monotonic()))
+            done, _ = wait(pending, timeout=left, return_when=FIRST_COMPLETED)
+            self._interrupt.check(generation, 'the wait for an answer')
+            if done or (end is not None and time.monotonic() >= end):
+                return bool(done)
+
+    @property
+    def interrupt(self) -> InterruptSignal:
+        """Return the InterruptSignal that cuts this stream's waits short."""
+        return self._interrupt
+
+    def pause(self, seconds: float, since: int | None = None) -> None:
+        """Sleep `seconds`; an interrupt() meanwhile (or since `since`) raises Interrupted."""
+        since = self._interrupt.generation if since is None else since
+        self._interrupt.sleep(seconds, since, 'the run')
 
     @property
     def inflight(self) -> int:

@@ -1,7 +1,6 @@
 """One pooled, kept-alive httpx client per Policy, and the HTTP status -> typed error mapping."""
 
 import json
-import math
 import ssl
 import time
 from typing import Any
@@ -10,6 +9,7 @@ import httpx
 from sequence_ai_ros.contract.key_masking import mask_key
 
 from ._config import DEFAULT_TIMEOUT_S, resolve_api_key, resolve_base_url
+from ._error_map import error_from_body, has_code, number
 from ._errors import (
     AuthError,
     CertificateError,
@@ -33,7 +33,112 @@ def _version() -> str:
         return 'dev'
 
 
-class Transport:
+class HttpChannel:
+    """
+    One pooled httpx client and the rules for reading its answers.
+
+    JSON bodies are read against one deadline and one size cap, non-2xx answers become typed
+    errors. The gateway's Transport and the worker's WorkerChannel are both one.
+    """
+
+    _client: httpx.Client
+    base_url: str
+    timeout_s: float
+
+    def post(self, path: str, payload: dict[str, Any], *, timeout_s: float | None = None,
+             headers: dict[str, str] | None = None) -> dict[str, Any]:
+        """POST JSON and return the decoded 2xx body, or raise the typed error."""
+        try:
+            body = json.dumps(payload, allow_nan=False)
+        except ValueError as exc:
+            raise InvalidRequest(f'request holds a non-finite number: {exc}') from exc
+        return self.send('POST', path, body.encode(), 'application/json', timeout_s=timeout_s,
+                         headers=headers)
+
+    def get(self, path: str, *, timeout_s: float | None = None) -> dict[str, Any]:
+        """GET and return the decoded 2xx body, or raise the typed error."""
+        return self._exchange('GET', path, timeout_s)
+
+    def send(self, method: str, path: str, content: bytes, media_type: str, *,
+             timeout_s: float | None = None,
+             headers: dict[str, str] | None = None) -> dict[str, Any]:
+        """Send `content` of `media_type` and return the decoded 2xx JSON body."""
+        return self._exchange(method, path, timeout_s, content=content,
+                              headers={'Content-Type': media_type, **(headers or {})})
+
+    def close(self) -> None:
+        """Close the pooled connection. Idempotent."""
+        try:
+            self._client.close()
+        except RuntimeError:
+            # httpcore < 0.15 (httpx 0.21, Ubuntu 22.04) closes its connections, then raises
+            # for a prefetch still in flight; that request fails on its own thread as it should.
+            pass
+
+    def _exchange(self, method: str, path: str, timeout_s: float | None = None,
+                  **kwargs: Any) -> dict[str, Any]:
+        # httpx's read timeout is per read: a server that drips a byte at a time would never
+        # time out. The body is read piece by piece against one deadline and one size cap.
+        limit = self.timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + limit
+        if timeout_s is not None:
+            kwargs['timeout'] = httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0))
+        try:
+            with self._client.stream(method, path, **kwargs) as streamed:
+                pieces, size = [], 0
+                for piece in streamed.iter_bytes():
+                    size += len(piece)
+                    if size > MAX_RESPONSE_BYTES:
+                        raise MalformedResponse(
+                            f'{streamed.status_code} answer is over {MAX_RESPONSE_BYTES} bytes; '
+                            'refused without reading the rest', status=streamed.status_code)
+                    if time.monotonic() > deadline:
+                        raise Unavailable(f'{path}: the answer was still arriving after '
+                                          f'{limit:g}s (timeout_s)')
+                    pieces.append(piece)
+                response = httpx.Response(streamed.status_code, headers=streamed.headers,
+                                          content=b''.join(pieces), request=streamed.request)
+        except httpx.HTTPError as exc:
+            raise self._transport_error(path, exc, limit) from exc
+        return self._unwrap(response)
+
+    def _transport_error(self, path: str, exc: httpx.HTTPError,
+                         limit: float) -> SequencesError:
+        if isinstance(exc, httpx.TimeoutException):
+            return Unavailable(f'{path} timed out after {limit:g}s', code='timeout')
+        refusal = certificate_refusal(exc)
+        if refusal is not None:
+            return CertificateError(
+                f'the TLS certificate of {self.base_url} failed verification ({refusal}); fix '
+                'the certificate, or pass verify= a CA file that signs it')
+        if isinstance(exc, httpx.ConnectError):
+            return Unavailable(f'could not reach {self.base_url}: {type(exc).__name__}',
+                               details={'reason': 'unreachable'})
+        return Unavailable(f'the connection to {self.base_url} was lost during {path} '
+                           f'({type(exc).__name__}); the next request opens a new one',
+                           details={'reason': 'connection_lost'})
+
+    @staticmethod
+    def _unwrap(response: httpx.Response) -> dict[str, Any]:
+        status = response.status_code
+        if 200 <= status < 300:
+            media = response.headers.get('content-type', '').split(';')[0].strip().lower()
+            if not (media == 'application/json' or media.endswith('+json')):
+                # e.g. a captive portal's HTML page or a proxy's text: not the gateway speaking
+                raise MalformedResponse(f'{status} answer is {media or "untyped"}, not JSON',
+                                        status=status, body=response.text[:2000])
+            try:
+                decoded = response.json()
+            except ValueError as exc:
+                raise MalformedResponse(f'{status} answer is not JSON', status=status,
+                                        body=response.text[:2000]) from exc
+            if not isinstance(decoded, dict):
+                raise MalformedResponse(f'{status} answer is not a JSON object', status=status)
+            return decoded
+        raise error_for(response)
+
+
+class Transport(HttpChannel):
     """
     HTTP to the gateway over one connection that stays open for the life of the Policy.
 
@@ -71,83 +176,6 @@ class Transport:
     def __repr__(self) -> str:
         return f'Transport(base_url={self.base_url!r}, key={self._masked_key})'
 
-    def post(self, path: str, payload: dict[str, Any]) -> dict[str, Any]:
-        """POST JSON and return the decoded 2xx body, or raise the typed error."""
-        try:
-            body = json.dumps(payload, allow_nan=False)
-        except ValueError as exc:
-            raise InvalidRequest(f'request holds a non-finite number: {exc}') from exc
-        return self._exchange('POST', path, content=body,
-                              headers={'Content-Type': 'application/json'})
-
-    def get(self, path: str) -> dict[str, Any]:
-        """GET and return the decoded 2xx body, or raise the typed error."""
-        return self._exchange('GET', path)
-
-    def close(self) -> None:
-        """Close the pooled connection. Idempotent."""
-        try:
-            self._client.close()
-        except RuntimeError:
-            # httpcore < 0.15 (httpx 0.21, Ubuntu 22.04) closes its connections, then raises
-            # for a prefetch still in flight; that request fails on its own thread as it should.
-            pass
-
-    def _exchange(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-        # httpx's read timeout is per read: a server that drips a byte at a time would never
-        # time out. The body is read piece by piece against one deadline and one size cap.
-        deadline = time.monotonic() + self.timeout_s
-        try:
-            with self._client.stream(method, path, **kwargs) as streamed:
-                pieces, size = [], 0
-                for piece in streamed.iter_bytes():
-                    size += len(piece)
-                    if size > MAX_RESPONSE_BYTES:
-                        raise MalformedResponse(
-                            f'{streamed.status_code} answer is over {MAX_RESPONSE_BYTES} bytes; '
-                            'refused without reading the rest', status=streamed.status_code)
-                    if time.monotonic() > deadline:
-                        raise Unavailable(f'{path}: the answer was still arriving after '
-                                          f'{self.timeout_s:g}s (timeout_s)')
-                    pieces.append(piece)
-                response = httpx.Response(streamed.status_code, headers=streamed.headers,
-                                          content=b''.join(pieces), request=streamed.request)
-        except httpx.HTTPError as exc:
-            raise self._transport_error(path, exc) from exc
-        return self._unwrap(response)
-
-    def _transport_error(self, path: str, exc: httpx.HTTPError) -> SequencesError:
-        if isinstance(exc, httpx.TimeoutException):
-            return Unavailable(f'{path} timed out after {self._client.timeout.read}s')
-        refusal = certificate_refusal(exc)
-        if refusal is not None:
-            return CertificateError(
-                f'the TLS certificate of {self.base_url} failed verification ({refusal}); fix '
-                'the certificate, or pass verify= a CA file that signs it')
-        if isinstance(exc, httpx.ConnectError):
-            return Unavailable(f'could not reach {self.base_url}: {type(exc).__name__}')
-        return Unavailable(f'the connection to {self.base_url} was lost during {path} '
-                           f'({type(exc).__name__}); the next request opens a new one')
-
-    @staticmethod
-    def _unwrap(response: httpx.Response) -> dict[str, Any]:
-        status = response.status_code
-        if 200 <= status < 300:
-            media = response.headers.get('content-type', '').split(';')[0].strip().lower()
-            if not (media == 'application/json' or media.endswith('+json')):
-                # e.g. a captive portal's HTML page or a proxy's text: not the gateway speaking
-                raise MalformedResponse(f'{status} answer is {media or "untyped"}, not JSON',
-                                        status=status, body=response.text[:2000])
-            try:
-                decoded = response.json()
-            except ValueError as exc:
-                raise MalformedResponse(f'{status} answer is not JSON', status=status,
-                                        body=response.text[:2000]) from exc
-            if not isinstance(decoded, dict):
-                raise MalformedResponse(f'{status} answer is not a JSON object', status=status)
-            return decoded
-        raise error_for(response)
-
 
 def certificate_refusal(exc: BaseException) -> str | None:
     """Return why the server's TLS certificate was refused, if that is what `exc` comes from."""
@@ -180,14 +208,8 @@ def tls_context(verify: bool | str | ssl.SSLContext) -> ssl.SSLContext:
 
 def _retry_after(detail: dict[str, Any], headers: httpx.Headers) -> float | None:
     """Return the body's number, else the header's, else None: never a made-up wait."""
-    for raw in (detail.get('retry_after_s'), headers.get('Retry-After')):
-        try:
-            value = float(raw)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            continue
-        if math.isfinite(value) and value >= 0:
-            return value
-    return None
+    found = number(detail.get('retry_after_s'))
+    return found if found is not None else number(headers.get('Retry-After'))
 
 
 def error_for(response: httpx.Response) -> SequencesError:
@@ -195,9 +217,12 @@ def error_for(response: httpx.Response) -> SequencesError:
     status = response.status_code
     text = response.text[:4000]
     try:
-        detail: Any = response.json().get('detail')
-    except (ValueError, AttributeError):
-        detail = None
+        decoded: Any = response.json()
+    except ValueError:
+        decoded = None
+    if has_code(decoded):  # the direct protocol's body, wherever it comes from
+        return error_from_body(status, decoded, text=text, headers=response.headers)
+    detail = decoded.get('detail') if isinstance(decoded, dict) else None
     structured = detail if isinstance(detail, dict) else {}
     if structured:
         message = str(structured.get('message') or structured.get('detail') or structured)

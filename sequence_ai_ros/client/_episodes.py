@@ -1,0 +1,65 @@
+"""
+Episodes on the wire: which episode a request belongs to, and its observations' numbers.
+
+The frames are kept too, so that a worker that missed some (409 frames_missing) can be sent
+them again.
+"""
+
+from collections import deque
+import threading
+from typing import Any
+import uuid
+
+# Frames kept per episode for a resend: more than the requests a loop keeps in flight.
+KEEP_FRAMES = 32
+
+
+class EpisodeBook:
+    """Thread-safe: the current episode, the next observation number, the last ended."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.current: str | None = None
+        self.last: str | None = None  # the episode label() names when given none
+        self._numbers: dict[str, int] = {}
+        self._kept: dict[str, deque[tuple[int, dict[str, Any]]]] = {}
+
+    def begin(self, episode_id: str | None = None) -> str:
+        """Open an episode (a new id unless given) and make it current; return its id."""
+        episode = episode_id or uuid.uuid4().hex
+        with self._lock:
+            self.current = self.last = episode
+            self._numbers.setdefault(episode, 0)
+            self._kept.setdefault(episode, deque(maxlen=KEEP_FRAMES))
+        return episode
+
+    def current_or_begin(self) -> str:
+        """Return the current episode, opening one if none is open."""
+        with self._lock:
+            current = self.current
+        return current if current is not None else self.begin()
+
+    def end(self, episode_id: str | None = None) -> str | None:
+        """Close `episode_id` (default: the current one); return the id closed, if any."""
+        with self._lock:
+            episode = episode_id or self.current
+            if episode is None:
+                return None
+            if episode == self.current:
+                self.current = None
+            self._numbers.pop(episode, None)
+            self._kept.pop(episode, None)
+            return episode
+
+    def number(self, episode: str, inputs: dict[str, Any]) -> int:
+        """Give the next observation of `episode` its number and keep it for a resend."""
+        with self._lock:
+            seq = self._numbers.get(episode, 0)
+            self._numbers[episode] = seq + 1
+            self._kept.setdefault(episode, deque(maxlen=KEEP_FRAMES)).append((seq, inputs))
+            return seq
+
+    def frames_from(self, episode: str, first: int) -> list[tuple[int, dict[str, Any]]]:
+        """Return the kept frames of `episode` numbered `first` or later, in order."""
+        with self._lock:
+            return [frame for frame in self._kept.get(episode, ()) if frame[0] >= first]
