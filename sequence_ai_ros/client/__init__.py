@@ -21,17 +21,29 @@ from ._config import (
     resolve_base_url,
     write_credentials_file,
 )
+from ._direct_wire import Readiness
 from ._engine import ChunkEngine
 from ._engine_stats import EngineReport, EngineStats
 from ._errors import (
+    ActionSpaceUnknown,
     AuthError,
     CertificateError,
+    CertPinError,
     ChunkExhausted,
+    Conflict,
+    EpisodeLost,
+    Gone,
+    InternalError,
+    Interrupted,
     InvalidRequest,
     MalformedResponse,
+    NotFound,
     OutOfCredit,
+    PermissionDenied,
     PolicyBusy,
     PolicyClosed,
+    PolicyError,
+    SeatLost,
     SequencesError,
     Unavailable,
 )
@@ -40,7 +52,7 @@ from ._observer import PolicyObserver
 from ._outcome import RunOutcome
 from ._plan import PlannedStep
 from ._playback import BLENDS, FALLBACK_CONTROL_RATE_HZ, JOIN_MODES, PlaybackOptions
-from ._policy import Policy
+from ._policy import Policy, PROTOCOLS
 from ._rtc import PREFIX_TOLERANCE
 from ._stream import ActionStream
 from ._transport import certificate_refusal, error_for, tls_context, Transport
@@ -52,7 +64,10 @@ __all__ = [
     'Proprioception', 'ActionChunk', 'Prediction', 'RunOutcome', 'Model', 'SequencesError',
     'AuthError', 'OutOfCredit', 'InvalidRequest', 'Unavailable', 'ChunkExhausted',
     'MalformedResponse', 'CertificateError', 'PolicyBusy', 'PolicyClosed', 'DEFAULT_BASE_URL',
-    'DEFAULT_TIMEOUT_S', 'Transport', 'PolicyObserver', 'PlaybackOptions',
+    'DEFAULT_TIMEOUT_S', 'Transport', 'PolicyObserver', 'PlaybackOptions', 'Readiness',
+    'PermissionDenied', 'NotFound', 'Conflict', 'EpisodeLost', 'Gone', 'PolicyError',
+    'InternalError', 'CertPinError', 'ActionSpaceUnknown', 'SeatLost', 'Interrupted',
+    'PROTOCOLS',
     # The package's own: what the engine plays and counts, its settings' values and rules.
     'PlannedStep', 'EngineStats', 'EngineReport', 'JOIN_MODES', 'BLENDS',
     'FALLBACK_CONTROL_RATE_HZ', 'PREFIX_TOLERANCE', 'blend_weight', 'LatencyWindow', 'quantile',
