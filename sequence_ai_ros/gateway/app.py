@@ -15,6 +15,9 @@ from .act import ActService
 from .catalogue import Catalogue, load_catalogue
 from .config import GatewayConfig
 from .core import PolicyCore
+from .direct.control import ControlPlane
+from .direct.state import DirectState
+from .direct.worker import Worker
 from .errors import JsonReply
 from .keys import KeyLedger
 from .latency import LatencySampler
@@ -66,6 +69,11 @@ def create_app(config: GatewayConfig, backend: PolicyBackend | None = None) -> S
                       LatencySampler(config.scenario, scale, config.step_after_s, config.seed),
                       backend, config.concurrency * backend.replicas, config.seed)
     service = ActService(core, ledger, config.max_body_bytes, config.body_timeout_s)
+    direct, worker = None, None
+    if config.protocol != 'v1':
+        direct = DirectState(core, ledger, config.direct, scale, config.max_body_bytes,
+                             config.body_timeout_s)
+        worker = Worker(direct)
     stats = Stats()
     openapi = json.loads(OPENAPI_FILE.read_text(encoding='utf-8'))
 
@@ -87,8 +95,18 @@ def create_app(config: GatewayConfig, backend: PolicyBackend | None = None) -> S
             in_flight=sum(q['in_flight'] for q in queues.values()),
             auth='keys' if ledger.enabled else 'disabled',
             scenario=config.scenario, time_scale=scale, policy=policy_name,
-            **backend.describe())
+            protocol=config.protocol, **backend.describe())
+        if direct is not None and worker is not None:
+            seen = worker.stats.snapshot()
+            body['direct'] = {**direct.snapshot(), 'worker': {
+                k: seen[k] for k in ('connections', 'requests', 'acts')}}
         return JsonReply(body)
+
+    async def local_drain(request: Request) -> JSONResponse:
+        # Tests and rehearsals: answer `draining` from now on, as a gateway shutting down does.
+        if direct is not None:
+            direct.draining = True
+        return JsonReply({'draining': direct is not None})
 
     async def openapi_json(request: Request) -> JSONResponse:
         return JsonReply(openapi)
@@ -101,11 +119,19 @@ def create_app(config: GatewayConfig, backend: PolicyBackend | None = None) -> S
         return JsonReply({'detail': f'internal error: {type(exc).__name__}'}, 500)
 
     routes = [
-        Route('/v1/act', service.handle, methods=['POST']),
         Route('/v1/models', models, methods=['GET']),
         Route('/v1/health', health, methods=['GET']),
         Route('/v1/_local/stats', local_stats, methods=['GET']),
+        Route('/v1/_local/drain', local_drain, methods=['POST']),
         Route('/openapi.json', openapi_json, methods=['GET']),
     ]
-    return Starlette(routes=routes, middleware=[Middleware(StatsMiddleware, stats=stats)],
-                     exception_handlers={HTTPException: http_error, Exception: server_error})
+    if config.protocol != 'direct':
+        routes.append(Route('/v1/act', service.handle, methods=['POST']))
+    if direct is not None:
+        routes += ControlPlane(direct).routes()
+    app = Starlette(routes=routes, middleware=[Middleware(StatsMiddleware, stats=stats)],
+                    exception_handlers={HTTPException: http_error, Exception: server_error})
+    # The worker's app serves on its own listener (server.py); it shares the direct state.
+    app.state.direct = direct
+    app.state.worker = worker
+    return app

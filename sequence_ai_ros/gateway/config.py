@@ -4,9 +4,39 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 SCENARIOS = ('steady', 'heavy_tail', 'step', 'fast')
+PROTOCOLS = ('v1', 'direct', 'both')
 # The gateway reads its keys from here too; standard library only, so a client test process
 # (Ubuntu 22.04's Python 3.10, no gateway requirements) can name it.
 KEYS_ENV = 'SEQUENCE_AI_ROS_GATEWAY_KEYS'
+
+
+# Model seconds, scaled like every other duration of the gateway.
+KEEPALIVE_EVERY_S = 20.0
+SEAT_TTL_S = 60.0
+LEASE_TTL_S = 600.0
+REQUEST_TIMEOUT_S = 300.0
+
+
+@dataclass
+class DirectSettings:
+    """The direct protocol's knobs; durations are model seconds (scaled by `time_scale`)."""
+
+    seats: int = 4
+    queue: bool = False
+    seat_ttl_s: float = SEAT_TTL_S
+    lease_ttl_s: float = LEASE_TTL_S
+    request_timeout_s: float = REQUEST_TIMEOUT_S
+    worker_host: str = '127.0.0.1'
+    worker_port: int = 0  # 0: an ephemeral port, named in the connect answer
+
+    def __post_init__(self) -> None:
+        if self.seats < 1:
+            raise ValueError('seats must be >= 1')
+        for name in ('seat_ttl_s', 'lease_ttl_s', 'request_timeout_s'):
+            if not getattr(self, name) > 0:
+                raise ValueError(f'{name} must be > 0')
+        if not 0 <= self.worker_port < 65536:
+            raise ValueError('worker port must be 0 (any) or 1-65535')
 
 
 @dataclass
@@ -40,8 +70,13 @@ class GatewayConfig:
     # An openpi policy server (ws://host:port) serving the one catalogue model `openpi_model`.
     openpi: str | None = None
     openpi_model: str = 'pi05-droid'
+    # Which wire fronts serve: the v1 /v1/act, the direct protocol (connect + worker), or both.
+    protocol: str = 'both'
+    direct: DirectSettings = field(default_factory=DirectSettings)
 
     def __post_init__(self) -> None:
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f'protocol must be one of {PROTOCOLS}')
         if self.scenario not in SCENARIOS:
             raise ValueError(f'scenario must be one of {SCENARIOS}')
         if not self.time_scale > 0:

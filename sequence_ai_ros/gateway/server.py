@@ -15,13 +15,15 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 import logging
 import os
+import shutil
+import socket
 import sys
 from typing import Any
 
 from sequence_ai_ros import stop_signals
 
 from .app import create_app
-from .config import GatewayConfig, SCENARIOS
+from .config import DirectSettings, GatewayConfig, PROTOCOLS, SCENARIOS
 from .keys import KEYS_ENV, load_keys
 
 LOG = logging.getLogger('sequence_ai_ros.gateway')
@@ -31,6 +33,7 @@ __all__ = ['build_parser', 'create_app', 'main']
 def build_parser(prog: str = 'gateway') -> argparse.ArgumentParser:
     """Build the parser of the command-line flags (shared with `sequence-ai-ros gateway`)."""
     defaults = GatewayConfig()
+    direct = defaults.direct
     parser = argparse.ArgumentParser(
         prog=prog, description='Serve the sequence-ai wire contract locally, with reference '
         "policies and the hosted catalogue's timing.")
@@ -82,6 +85,23 @@ def build_parser(prog: str = 'gateway') -> argparse.ArgumentParser:
     add('--replicas', type=int, default=1, metavar='N', help='policy replicas on Ray (default 1)')
     add('--max-replicas', type=int, default=0, metavar='M',
         help='autoscale the policy replicas from N up to M by queue length (Ray only)')
+    add('--protocol', choices=PROTOCOLS, default=None,
+        help='wire fronts: v1 (POST /v1/act), direct (connect + an HTTPS worker, as the '
+        'sequence-ai client 0.51 speaks), or both (default; v1 with --ray)')
+    add('--worker-port', type=int, default=direct.worker_port, metavar='PORT',
+        help="the direct worker's HTTPS port (default 0: any free one, named in the connect "
+        'answer)')
+    add('--seats', type=int, default=direct.seats, metavar='N',
+        help='robots served at once per deployment on the direct protocol (default %(default)s)')
+    add('--seat-queue', action='store_true',
+        help='when every seat is taken, a robot waits in line (503, queue_position) instead of '
+        'being refused busy (429)')
+    add('--seat-ttl-s', type=float, default=direct.seat_ttl_s, metavar='SECONDS',
+        help='a seat no keepalive reached for this long is freed (model s, default %(default)s)')
+    add('--lease-ttl-s', type=float, default=direct.lease_ttl_s, metavar='SECONDS',
+        help="a direct secret's lease; a connect renews it (model s, default %(default)s)")
+    add('--request-timeout-s', type=float, default=direct.request_timeout_s, metavar='SECONDS',
+        help='an act running longer is answered 504 timeout (model s, default %(default)s)')
     add('--log-level', default=defaults.log_level,
         choices=('critical', 'error', 'warning', 'info', 'debug'))
     return parser
@@ -91,6 +111,13 @@ def config_from_args(args: argparse.Namespace) -> GatewayConfig:
     """Make a GatewayConfig from parsed flags, with keys read from the file and environment."""
     if bool(args.certfile) != bool(args.keyfile):
         raise ValueError('--certfile and --keyfile go together')
+    on_ray = bool(args.ray or args.ray_address)
+    protocol = args.protocol or ('v1' if on_ray else 'both')
+    if on_ray and protocol != 'v1':
+        # The worker would have to sit beside Ray Serve's ingress, with seats and episodes
+        # shared between replicas: not done; --ray serves /v1/act only.
+        raise ValueError(f'--protocol {protocol} is not served on Ray: --ray serves v1 only '
+                         '(see docs/PROTOCOL.md)')
     return GatewayConfig(
         host=args.host, port=args.port, time_scale=args.time_scale, scenario=args.scenario,
         step_after_s=args.step_after_s, latency_median_s=args.latency_median_s,
@@ -100,7 +127,11 @@ def config_from_args(args: argparse.Namespace) -> GatewayConfig:
         keys=load_keys(args.keys_file), seed=args.seed, policy=args.policy,
         catalogue=args.catalogue, certfile=args.certfile, keyfile=args.keyfile,
         keep_alive_s=args.keep_alive_s, log_level=args.log_level,
-        openpi=args.openpi, openpi_model=args.openpi_model)
+        openpi=args.openpi, openpi_model=args.openpi_model, protocol=protocol,
+        direct=DirectSettings(seats=args.seats, queue=args.seat_queue,
+                              seat_ttl_s=args.seat_ttl_s, lease_ttl_s=args.lease_ttl_s,
+                              request_timeout_s=args.request_timeout_s,
+                              worker_host=args.host, worker_port=args.worker_port))
 
 
 def main(argv: Sequence[str] | None = None, prog: str = 'gateway') -> int:
@@ -138,7 +169,9 @@ def _main(argv: Sequence[str] | None, prog: str) -> int:
 
 
 def _serve(app: Any, config: GatewayConfig) -> None:
-    """Serve `app` with uvicorn until this process is asked to stop."""
+    """Serve `app` (and the direct worker beside it) with uvicorn until asked to stop."""
+    import asyncio
+
     import uvicorn  # here, so that building the parser stays cheap for the umbrella CLI
 
     class StopOnRequest(uvicorn.Server):
@@ -148,6 +181,8 @@ def _serve(app: Any, config: GatewayConfig) -> None:
         @contextmanager
         def capture_signals(self) -> Iterator[None]:
             def stop(signum: int) -> None:
+                if app.state.direct is not None:
+                    app.state.direct.draining = True  # answers still sent say `draining`
                 self.should_exit = True
 
             with stop_signals.on_signal(stop):
@@ -157,16 +192,71 @@ def _serve(app: Any, config: GatewayConfig) -> None:
         def install_signal_handlers(self) -> None:  # the same, for uvicorn before 0.29
             pass
 
-    StopOnRequest(uvicorn.Config(
-        app, host=config.host, port=config.port, log_level=config.log_level,
-        timeout_keep_alive=config.keep_alive_s, timeout_graceful_shutdown=3,
-        # Our own lines carry no headers; uvicorn's access lines are off to keep it that way,
-        # and forwarded headers are ignored so stats see the real peer of each connection.
-        access_log=False, proxy_headers=False, ssl_certfile=config.certfile,
-        ssl_keyfile=config.keyfile,
-        # uvicorn's 'auto' picks httptools and uvloop when installed (ray[serve] brings them);
-        # the gateway's framing answers (400 on a short Content-Length, 408, 413) are h11's.
-        http='h11', loop='asyncio')).run()
+    def server(asgi: Any, port: int, certfile: str | None, keyfile: str | None) -> Any:
+        return StopOnRequest(uvicorn.Config(
+            asgi, host=config.host, port=port, log_level=config.log_level,
+            timeout_keep_alive=config.keep_alive_s, timeout_graceful_shutdown=3,
+            # Our own lines carry no headers; uvicorn's access lines are off to keep it that
+            # way, and forwarded headers are ignored so stats see the real peer of each
+            # connection.
+            access_log=False, proxy_headers=False, ssl_certfile=certfile, ssl_keyfile=keyfile,
+            # uvicorn's 'auto' picks httptools and uvloop when installed (ray[serve] brings
+            # them); the gateway's framing answers (400 on a short Content-Length, 408, 413)
+            # are h11's.
+            http='h11', loop='asyncio'))
+
+    servers = [(server(app, config.port, config.certfile, config.keyfile), None)]
+    with _worker_listener(app, config) as worker:
+        if worker is not None:
+            sock, certificate = worker
+            servers.insert(0, (server(app.state.worker.app(), sock.getsockname()[1],
+                                      certificate.certfile, certificate.keyfile), [sock]))
+        asyncio.run(_serve_all(servers))
+
+
+async def _serve_all(servers: list[tuple[Any, list[socket.socket] | None]]) -> None:
+    """Serve every listener (the worker first, so it answers before the gateway does)."""
+    import asyncio
+
+    tasks = []
+    for server, sockets in servers:
+        tasks.append(asyncio.create_task(server.serve(sockets)))
+        while not server.started and not tasks[-1].done():
+            await asyncio.sleep(0.01)
+    # One listener stopping (a signal, a failed bind) stops the other too.
+    await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    for server, _ in servers:
+        server.should_exit = True
+    await asyncio.gather(*tasks)
+
+
+@contextmanager
+def _worker_listener(app: Any, config: GatewayConfig) -> Iterator[Any]:
+    """Bind the direct worker's socket and make its certificate; None without the protocol."""
+    direct = app.state.direct
+    if direct is None:
+        yield None
+        return
+    from .direct.tls import make_certificate
+
+    host = config.host
+    reachable = '127.0.0.1' if host in ('0.0.0.0', '') else host
+    certificate = make_certificate(reachable)
+    family = socket.AF_INET6 if ':' in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, config.direct.worker_port))
+        port = sock.getsockname()[1]
+        direct.worker_url = (f'https://[{reachable}]:{port}' if ':' in reachable
+                             else f'https://{reachable}:{port}')
+        direct.fingerprint = certificate.fingerprint
+        LOG.info('direct worker at %s (certificate sha256 %s)', direct.worker_url,
+                 certificate.fingerprint)
+        yield sock, certificate
+    finally:
+        sock.close()
+        shutil.rmtree(os.path.dirname(certificate.keyfile), ignore_errors=True)
 
 
 def _serve_on_ray(parser: argparse.ArgumentParser, args: argparse.Namespace,

@@ -7,7 +7,10 @@ per model. The stats body (assembled in app.py) holds: `connections` (distinct p
 `requests` {path: {status: n}}, `acts` {model id or "(none)": {status: n}}, `keys`
 {masked key: {acts, credit_left}}, `models` {model id: {state cold|warming|warm, warm_in_s,
 idle_s, warmups, in_flight, queued, max_queued}}, `queue_depth`, `in_flight`, `pid`, `uptime_s`,
-`auth`, `scenario`, `time_scale`, `policy`.
+`auth`, `scenario`, `time_scale`, `policy`, `protocol`, and with the direct protocol `direct`
+{worker_url, draining, seats {model: {seats, held, sessions, line, released, expired}},
+episodes {open, observations, acts, ended, lost, missing, labels}, worker {connections,
+requests, acts}}.
 """
 
 from collections import defaultdict
@@ -19,7 +22,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 MODEL_SCOPE_KEY = 'sequence_ai_ros.model'
 LOCAL_PREFIX = '/v1/_local/'
-KNOWN_PATHS = ('/v1/act', '/v1/models', '/v1/health', '/openapi.json')
+KNOWN_PATHS = ('/v1/act', '/v1/models', '/v1/health', '/openapi.json', '/v1/act/connect',
+               '/v1/act/ready', '/v1/act/keepalive', '/v1/act/release',
+               # the direct worker's own listener
+               '/ping', '/observe', '/act', '/act/episode_end')
+LABEL_PATH = '/v1/deployments/{name}/episodes/{episode}/label'
 NO_MODEL = '(none)'
 
 
@@ -37,8 +44,11 @@ class Stats:
         if client:
             self.clients.add((str(client[0]), int(client[1])))
         # Unknown paths share one bucket so a scanner cannot grow the table without bound.
-        self.by_path[path if path in KNOWN_PATHS else '(other)'][str(status)] += 1
-        if path == '/v1/act':
+        if path.startswith('/v1/deployments/') and path.endswith('/label'):
+            path = LABEL_PATH
+        self.by_path[path if path in KNOWN_PATHS or path == LABEL_PATH else '(other)'][
+            str(status)] += 1
+        if path in ('/v1/act', '/act'):
             self.by_model[model or NO_MODEL][str(status)] += 1
 
     def snapshot(self) -> dict[str, Any]:

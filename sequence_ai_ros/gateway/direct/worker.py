@@ -1,0 +1,230 @@
+"""
+The direct protocol's data plane: the worker, a second HTTPS listener of the gateway process.
+
+Only a direct secret from connect opens it, never an API key (the key stays with the robot and
+the gateway). GET /ping names the formats it reads; POST /observe keeps numbered observations;
+POST /act runs one act through the policy core (the same cold start, FIFO gate, latency and
+credit as /v1/act) and answers `{outputs, perf, usage, warnings, request_id}`, `outputs` being
+the robot-arm action chunk; POST /act/episode_end ends an episode. Every answer, errors
+included, carries X-Seq-Act-Formats.
+"""
+
+import asyncio
+import time
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from ..act import action_chunk
+from ..errors import ApiError, JsonReply, WarmingUp
+from ..stats import MODEL_SCOPE_KEY, Stats, StatsMiddleware
+from .errors import DirectError, from_api_error, REQUEST_ID_HEADER, request_id_of, warming
+from .preset import preset_call
+from .seats import Session
+from .state import DirectState
+from .wire import answer, read_payload
+
+FORMATS_HEADER = 'X-Seq-Act-Formats'
+# Only what this worker really does: msgpack bodies, numbered observations, acts that carry none.
+FORMATS = 'x-seq-msgpack/1, x-seq-observe/1, x-seq-call/1'
+ACT_KEYS = ('model', 'episode_id', 'call', 'seq', 'seed', 'params', 'inputs')
+
+
+class FormatsHeader:
+    """ASGI middleware naming the worker's formats on every answer."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on, adding the header to its answer."""
+        async def send_named(message: Message) -> None:
+            if message['type'] == 'http.response.start':
+                message['headers'] = [*message.get('headers', []),
+                                      (FORMATS_HEADER.lower().encode(), FORMATS.encode())]
+            await send(message)
+        await self.app(scope, receive, send_named if scope['type'] == 'http' else send)
+
+
+class Worker:
+    """The worker's routes over the shared direct state."""
+
+    def __init__(self, state: DirectState) -> None:
+        self.state = state
+        self.stats = Stats()
+
+    def app(self) -> Starlette:
+        """Build the worker's ASGI app."""
+        routes = [Route('/ping', self.ping, methods=['GET']),
+                  Route('/observe', self._guarded(self.observe), methods=['POST']),
+                  Route('/act', self._guarded(self.act), methods=['POST']),
+                  Route('/act/episode_end', self._guarded(self.episode_end), methods=['POST'])]
+
+        async def not_found(request: Request, exc: Exception) -> Response:
+            return DirectError('not_found', f'no route {request.url.path}').response(request)
+
+        async def server_error(request: Request, exc: Exception) -> Response:
+            return DirectError('internal', f'internal error: {type(exc).__name__}'
+                               ).response(request)
+
+        return Starlette(routes=routes,
+                         middleware=[Middleware(FormatsHeader),
+                                     Middleware(StatsMiddleware, stats=self.stats)],
+                         exception_handlers={404: not_found, 405: not_found,
+                                             Exception: server_error})
+
+    def _guarded(self, handler: Any) -> Any:
+        async def guarded(request: Request) -> Response:
+            try:
+                session = self._session_of(request)
+                return await handler(request, session)
+            except ApiError as error:
+                return from_api_error(error).response(request, error.headers)
+            except DirectError as error:
+                return error.response(request)
+        return guarded
+
+    def _session_of(self, request: Request) -> Session:
+        scheme, _, token = (request.headers.get('authorization') or '').strip().partition(' ')
+        token = token.strip()
+        if scheme.lower() != 'bearer' or not token:
+            raise DirectError('unauthenticated', 'the worker takes the direct secret from '
+                              "/v1/act/connect: send 'Authorization: Bearer <direct_secret>'")
+        if token.startswith('seq_'):
+            raise DirectError('unauthenticated', 'an API key is never accepted at the worker: '
+                              'it takes the direct secret that /v1/act/connect answered')
+        session = self.state.seats.by_secret(token)
+        if session is None:
+            raise DirectError('unauthenticated', 'direct secret unknown or its lease ended: '
+                              'connect again for a new one')
+        return session
+
+    async def _payload(self, request: Request) -> dict[str, Any]:
+        payload = await read_payload(request, self.state.max_body_bytes,
+                                     self.state.body_timeout_s)
+        if not isinstance(payload, dict):
+            raise DirectError('invalid_request', 'the body must be an object')
+        return payload
+
+    async def ping(self, request: Request) -> Response:
+        """GET /ping: alive, and (with ?act=<request id>) whether that act still runs."""
+        body: dict[str, Any] = {'ok': True}
+        rid = request.query_params.get('act')
+        if rid:
+            started = self.state.running.get(rid)
+            body['act'] = {'running': started is not None,
+                           'for_s': None if started is None else time.monotonic() - started}
+        return JsonReply(body)
+
+    async def observe(self, request: Request, session: Session) -> Response:
+        """POST /observe: keep `frames` [{seq, inputs}] of `episode_id`; answer `through`."""
+        payload = await self._payload(request)
+        episode_id = _episode_id(payload)
+        frames, skipped = payload.get('frames', []), payload.get('skipped', [])
+        if not isinstance(frames, list) or not isinstance(skipped, list):
+            raise DirectError('invalid_request', 'frames and skipped: expected lists')
+        numbered = []
+        for i, frame in enumerate(frames):
+            number = frame.get('seq') if isinstance(frame, dict) else None
+            if not _count(number):
+                raise DirectError('invalid_request', f'frames[{i}].seq: expected a number >= 0')
+            numbered.append((number, frame.get('inputs')))
+        if not all(_count(n) for n in skipped):
+            raise DirectError('invalid_request', 'skipped: expected numbers >= 0')
+        session.episodes.add(episode_id)
+        through = self.state.episodes.observe(session.model, episode_id, numbered, skipped)
+        return JsonReply({'through': through})
+
+    async def act(self, request: Request, session: Session) -> Response:
+        """POST /act: one act of the episode, through the policy core."""
+        started = time.perf_counter()
+        rid = request_id_of(request)
+        state = self.state
+        payload = await self._payload(request)
+        state.refuse_if_draining()
+        profile = state.deployment(payload.get('model'))
+        request.scope[MODEL_SCOPE_KEY] = profile.id
+        if profile.id != session.model:
+            raise DirectError('forbidden', f'this direct secret is for {session.model}, '
+                                           f'not {profile.name}')
+        unknown = sorted(str(k) for k in payload if k not in ACT_KEYS)
+        seed = payload.get('seed')
+        if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
+            raise DirectError('invalid_request', 'seed: expected an integer')
+        if 'inputs' in payload:
+            if payload.get('call') is not None:
+                raise DirectError('invalid_request', 'an act is a call (no inputs) or carries '
+                                                     'its inputs, not both')
+            inputs = payload['inputs']
+            state.episodes.counted_act()
+        elif payload.get('call') == 'act':
+            seq = payload.get('seq')
+            if not _count(seq):
+                raise DirectError('invalid_request', 'seq: expected the number of observations '
+                                                     'before this act')
+            episode_id = _episode_id(payload)
+            session.episodes.add(episode_id)
+            inputs = await state.episodes.inputs_for(profile.id, episode_id, seq)
+        else:
+            raise DirectError('invalid_request', 'call: expected "act" (or the act\'s inputs)')
+        call = await run_in_threadpool(preset_call, inputs, profile, seed)
+        del inputs
+        decoded_ms = (time.perf_counter() - started) * 1000.0
+        state.running[rid] = time.monotonic()
+        try:
+            with state.ledger.charging(session.key):
+                served = await asyncio.wait_for(
+                    state.core.run(call, {'action_horizon': call.horizon, 'seed': call.seed}),
+                    state.scaled(state.settings.request_timeout_s))
+        except WarmingUp as error:
+            raise warming(error, profile.cold_start_s) from None
+        except ApiError as error:
+            # The core's 500 is the policy failing; 502-504 a policy server in front of it.
+            if error.status == 500:
+                raise DirectError('policy_error', error.detail) from None
+            raise
+        except asyncio.TimeoutError:
+            raise DirectError('timeout', "the act outran the deployment's request_timeout_s",
+                              details={'request_timeout_s': state.settings.request_timeout_s}
+                              ) from None
+        finally:
+            state.running.pop(rid, None)
+        session.acts += 1
+        warnings = call.warnings + served.inference.warnings
+        if unknown:
+            warnings.append(f'fields not read by the local worker: {", ".join(unknown[:8])}')
+        frames = len(call.images)
+        return answer(request, {
+            'outputs': action_chunk(profile, served.inference.rows),
+            'perf': {'inference_ms': round(served.inference_ms, 3),
+                     'decode_ms': round(decoded_ms, 3),
+                     'handler_ms': round((time.perf_counter() - started) * 1000.0, 3)},
+            'usage': {'frames_received': frames, 'frames_used': frames},
+            'warnings': warnings,
+            'request_id': rid,
+        }, {REQUEST_ID_HEADER: rid})
+
+    async def episode_end(self, request: Request, session: Session) -> Response:
+        """POST /act/episode_end: the episode is over; its observations are dropped."""
+        payload = await self._payload(request)
+        episode_id = _episode_id(payload)
+        ended = self.state.episodes.end(episode_id)
+        session.episodes.discard(episode_id)
+        return JsonReply({'ended': ended})
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _episode_id(payload: dict[str, Any]) -> str:
+    episode = payload.get('episode_id')
+    if not isinstance(episode, str) or not 1 <= len(episode) <= 128:
+        raise DirectError('invalid_request', 'episode_id: expected an id of 1-128 characters')
+    return episode
