@@ -25,6 +25,8 @@
 #   start_warm      true: models answer at once; false: the first call waits out the ~100 s
 #                   cold start (times time_scale), as a hosted model that has gone cold does
 #   port            gateway port (default 8765)
+#   protocol        the gateway's wire fronts: v1 (/v1/act), direct (connect + an HTTPS
+#                   worker, the sequence-ai 0.51 protocol) or both (default both)
 #   instruction     the task; '' keeps the parameter file's
 #   policy_delay_s  start the policy node this long after the gateway: a refused connection
 #                   would end its first episode (default 2.0 s)
@@ -60,7 +62,8 @@ def _gateway(flags, condition):
     process = ExecuteProcess(
         cmd=[ExecutableInPackage('sequence_ai_gateway', PACKAGE),
              '--port', LaunchConfiguration('port'),
-             '--time-scale', LaunchConfiguration('time_scale'), *flags],
+             '--time-scale', LaunchConfiguration('time_scale'),
+             '--protocol', LaunchConfiguration('protocol'), *flags],
         name='gateway', output='screen', condition=condition)
     stop = RegisterEventHandler(OnProcessExit(target_action=process, on_exit=_end_demo))
     return [process, stop]
@@ -121,6 +124,8 @@ def generate_launch_description():
         DeclareLaunchArgument('start_warm', default_value='true',
                               description='false: the first call waits out the cold start'),
         DeclareLaunchArgument('port', default_value='8765', description='gateway port'),
+        DeclareLaunchArgument('protocol', default_value='both',
+                              description="the gateway's wire fronts: v1, direct or both"),
         DeclareLaunchArgument('instruction', default_value='',
                               description="the task; '' keeps the parameter file's"),
         DeclareLaunchArgument('policy_delay_s', default_value='2.0',
