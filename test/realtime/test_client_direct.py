@@ -1,0 +1,164 @@
+"""The client on the direct protocol against the local gateway as a real process."""
+
+import dataclasses
+import threading
+import time
+
+from fixtures_gateway import gateway_fixture
+import httpx
+from observations import observation
+import pytest
+import sequence_ai_ros as sai
+
+KEY = 'seq_client_direct_tests_key_0001'
+SCALE = 0.2
+OBS = observation()
+
+both = gateway_fixture(['--time-scale', str(SCALE), '--start-warm'], name='both',
+                       keys={KEY: 100000})
+direct_only = gateway_fixture(['--time-scale', str(SCALE), '--start-warm', '--protocol',
+                               'direct'], name='direct_only', keys={KEY: 100000})
+v1_only = gateway_fixture(['--time-scale', str(SCALE), '--start-warm', '--protocol', 'v1'],
+                          name='v1_only', keys={KEY: 100000})
+slow = gateway_fixture(['--time-scale', '1', '--start-warm', '--protocol', 'direct',
+                        '--latency-median-s', '30'], name='slow', keys={KEY: 100000},
+                       doc='An act takes 30 s: long enough to be interrupted.')
+cold = gateway_fixture(['--time-scale', '0.05', '--protocol', 'direct'], name='cold',
+                       keys={KEY: 100000}, doc='A cold start of about 0.05 x the catalogue.')
+
+
+def connect(gateway, model='pi05-droid', **kwargs):
+    return sai.connect(model, base_url=gateway.base_url, api_key=KEY, **kwargs)
+
+
+def stats(gateway):
+    return httpx.get(gateway.base_url + '/v1/_local/stats', timeout=10).json()
+
+
+def seats(gateway, model='pi05-droid'):
+    return stats(gateway)['direct']['seats'][f'accounts/sequences/models/{model}']
+
+
+def run(policy, max_actions=45):
+    return policy.run(observe=lambda: OBS, act=lambda action: None, validate=lambda a: True,
+                      max_actions=max_actions)
+
+
+@pytest.mark.parametrize('fixture, protocol, expected', [
+    ('direct_only', 'auto', 'direct'), ('both', 'auto', 'direct'), ('v1_only', 'auto', 'v1'),
+    ('both', 'v1', 'v1'), ('both', 'direct', 'direct')])
+def test_run_completes_with_prefetch_on_either_protocol(request, fixture, protocol, expected):
+    gateway = request.getfixturevalue(fixture)
+    with connect(gateway, protocol=protocol) as policy:
+        outcome = run(policy)
+        assert policy.protocol == expected
+    assert outcome.reason == 'completed' and outcome.actions == 45
+    assert outcome.chunks >= 3 and outcome.action_space == 'joint_velocity'
+    names = {field.name for field in dataclasses.fields(outcome)}
+    assert names == {field.name for field in dataclasses.fields(sai.RunOutcome)}
+
+
+def test_direct_on_a_gateway_without_it_is_a_clear_error(v1_only):
+    with connect(v1_only, protocol='direct') as policy, pytest.raises(sai.InvalidRequest) as info:
+        policy.predict(OBS)
+    assert info.value.status == 404
+
+
+def test_the_seat_is_held_while_open_and_released_on_close(direct_only):
+    before = seats(direct_only)['released']
+    policy = connect(direct_only)
+    policy.predict(OBS)
+    assert policy.protocol == 'direct' and not policy.seat_lost
+    session = policy.session[:8]
+    assert session in [s['session'] for s in seats(direct_only)['sessions']]
+    policy.close()
+    after = seats(direct_only)
+    assert session not in [s['session'] for s in after['sessions']]
+    assert after['released'] == before + 1
+
+
+def test_each_run_is_one_episode_ended_on_the_worker_and_label_reaches_the_gateway(direct_only):
+    episodes = stats(direct_only)['direct']['episodes']
+    with connect(direct_only) as policy:
+        run(policy, 30)
+        first = policy.label(True, 'reached the disc')
+        run(policy, 30)
+        second = policy.label(False, notes='missed')
+        assert first != second
+        assert policy.label(True, episode_id=first) == first
+    after = stats(direct_only)['direct']['episodes']
+    assert after['ended'] >= episodes['ended'] + 2
+    labels = {(row['episode_id'], row['success'], row['notes']) for row in after['labels']}
+    assert {(first, True, 'reached the disc'), (second, False, 'missed'),
+            (first, True, '')} <= labels
+
+
+def test_begin_and_end_episode_name_the_episode_requests_carry(direct_only):
+    with connect(direct_only) as policy:
+        episode = policy.begin_episode('robot-episode-0001')
+        policy.predict(OBS)
+        policy.predict(OBS)
+        assert policy.end_episode() == episode == 'robot-episode-0001'
+        assert policy.label(True) == episode
+
+
+def test_readiness_and_wait_until_ready_through_a_cold_start(cold):
+    seen = []
+    with connect(cold) as policy:
+        first = policy.ready()
+        assert not first.ready and first.status == 'starting' and first.eta_s > 0
+        waited = policy.wait_until_ready(120, on_wait=seen.append, poll_s=0.2)
+        assert policy.ready().ready and waited > 0
+        assert seen and all(not r.ready for r in seen)
+        assert run(policy, 20).reason == 'completed'
+
+
+def test_interrupt_cuts_an_act_in_flight_at_once(slow):
+    with connect(slow) as policy:
+        policy.wait_until_ready(30)
+        threading.Timer(1.0, policy.interrupt).start()
+        began = time.monotonic()
+        with pytest.raises(sai.Interrupted):
+            policy.predict(OBS)
+        assert time.monotonic() - began < 10.0  # the act would have taken 30 s
+
+
+def test_interrupt_ends_a_run_with_a_hold(slow):
+    holds = []
+    with connect(slow) as policy:
+        threading.Timer(1.0, policy.interrupt).start()
+        with pytest.raises(sai.Interrupted):
+            policy.run(observe=lambda: OBS, act=lambda a: None, validate=lambda a: True,
+                       hold=lambda: holds.append(1), max_actions=30)
+    assert holds
+
+
+def test_a_wrong_certificate_fails_closed_and_is_never_retried(direct_only):
+    def wrong_pin(route):
+        flipped = ('0' if route.fingerprint[0] != '0' else '1') + route.fingerprint[1:]
+        return dataclasses.replace(route, fingerprint=flipped)
+
+    requests = stats(direct_only)['direct']['worker']['requests']
+    with connect(direct_only, _pin=wrong_pin) as policy:
+        with pytest.raises(sai.CertPinError):
+            policy.predict(OBS)
+        assert policy.direct.connects == 1  # no reconnect, no second try
+    assert stats(direct_only)['direct']['worker']['requests'] == requests
+
+
+def test_a_refused_secret_reconnects_then_fails_without_showing_a_secret(direct_only):
+    secrets = []
+
+    def wrong_secret(route):
+        secrets.append(route.direct_secret)
+        return dataclasses.replace(route, direct_secret='ds_not_the_secret_0123456789abcdef')
+
+    with connect(direct_only, _pin=wrong_secret) as policy:
+        with pytest.raises(sai.AuthError) as info:
+            policy.predict(OBS)
+        assert policy.direct.connects > 1  # 401 at the worker: connected again
+        texts = [str(info.value), repr(info.value), info.value.body or '', repr(policy),
+                 repr(policy.direct.route)]
+    for text in texts:
+        assert KEY not in text and 'ds_not_the_secret' not in text
+        assert not any(secret in text for secret in secrets)
