@@ -18,8 +18,8 @@ import pytest
 from sequence_ai_ros.gateway.process import GatewayProcess
 from sequence_ai_ros.world import arm_model
 
-__all__ = ['cold_gateway', 'gateway', 'http', 'open_gateway', 'plugin_gateway', 'queue_gateway',
-           'small_body_gateway', 'tls_files', 'tls_gateway']
+__all__ = ['cold_gateway', 'direct_gateway', 'gateway', 'http', 'open_gateway', 'plugin_gateway',
+           'queue_gateway', 'small_body_gateway', 'tls_files', 'tls_gateway']
 
 PREFIX = 'accounts/sequences/models/'
 MODELS = ('pi05-droid', 'cosmos3-edge-policy-droid', 'lingbot-va-5b', 'lingbot-vla-v2-6b')
@@ -88,6 +88,20 @@ def act_body(model: str = 'pi05-droid', target_xy: tuple[float, float] | None = 
             'instruction': 'reach above the red disc',
         },
         **options,
+    }
+
+
+def preset_observation(target_xy: tuple[float, float] | None = (0.55, 0.2),
+                       q: np.ndarray = arm_model.HOME, size: int = 224,
+                       instruction: str = 'reach above the red disc') -> dict:
+    """Build the robot-arm preset Observation the direct protocol's local deployments read."""
+    scene = render_scene(target_xy, q=q, out=size)
+    wrist = Image.new('RGB', (size, size), (40, 40, 40))
+    return {
+        'images': [{'view': 'exterior_1', 'data': encode(scene), 'timestamp_ms': 1732900000000},
+                   {'view': 'wrist', 'data': encode(wrist), 'timestamp_ms': 1732900000000}],
+        'proprioception': {'joint_positions': [float(v) for v in q], 'gripper': [0.0]},
+        'instruction': instruction,
     }
 
 
@@ -194,6 +208,11 @@ def node_gateway_fixture(latency_median_s: float = 0.4, name: str = 'gateway'):
                            keys=NODE_GATEWAY_KEYS)
 
 
+DIRECT_ARGS = ['--time-scale', str(TIME_SCALE), '--protocol', 'direct', '--start-warm',
+               '--seats', '2', '--seat-ttl-s', '100', '--idle-cold-s', '1000000']
+direct_gateway = gateway_fixture(
+    DIRECT_ARGS, name='direct_gateway', keys=TEST_KEYS,
+    doc='The direct protocol only, warm, keyed: two seats per deployment, kept 2 s unkept.')
 open_gateway = gateway_fixture(['--time-scale', str(TIME_SCALE), '--start-warm'],
                                name='open_gateway', doc='No keys at all: auth disabled.')
 cold_gateway = gateway_fixture(

@@ -15,9 +15,6 @@ from .act import ActService
 from .catalogue import Catalogue, load_catalogue
 from .config import GatewayConfig
 from .core import PolicyCore
-from .direct.control import ControlPlane
-from .direct.state import DirectState
-from .direct.worker import Worker
 from .errors import JsonReply
 from .keys import KeyLedger
 from .latency import LatencySampler
@@ -69,11 +66,17 @@ def create_app(config: GatewayConfig, backend: PolicyBackend | None = None) -> S
                       LatencySampler(config.scenario, scale, config.step_after_s, config.seed),
                       backend, config.concurrency * backend.replicas, config.seed)
     service = ActService(core, ledger, config.max_body_bytes, config.body_timeout_s)
-    direct, worker = None, None
+    direct, worker, control_routes = None, None, []
     if config.protocol != 'v1':
+        # Here: a v1-only gateway (and every Ray replica) needs neither msgpack nor cryptography.
+        from .direct.control import ControlPlane
+        from .direct.state import DirectState
+        from .direct.worker import Worker
+
         direct = DirectState(core, ledger, config.direct, scale, config.max_body_bytes,
                              config.body_timeout_s)
         worker = Worker(direct)
+        control_routes = ControlPlane(direct).routes()
     stats = Stats()
     openapi = json.loads(OPENAPI_FILE.read_text(encoding='utf-8'))
 
@@ -127,8 +130,7 @@ def create_app(config: GatewayConfig, backend: PolicyBackend | None = None) -> S
     ]
     if config.protocol != 'direct':
         routes.append(Route('/v1/act', service.handle, methods=['POST']))
-    if direct is not None:
-        routes += ControlPlane(direct).routes()
+    routes += control_routes
     app = Starlette(routes=routes, middleware=[Middleware(StatsMiddleware, stats=stats)],
                     exception_handlers={HTTPException: http_error, Exception: server_error})
     # The worker's app serves on its own listener (server.py); it shares the direct state.

@@ -205,7 +205,8 @@ def _serve(app: Any, config: GatewayConfig) -> None:
             # are h11's.
             http='h11', loop='asyncio'))
 
-    servers = [(server(app, config.port, config.certfile, config.keyfile), None)]
+    servers: list[tuple[Any, list[socket.socket] | None]] = [
+        (server(app, config.port, config.certfile, config.keyfile), None)]
     with _worker_listener(app, config) as worker:
         if worker is not None:
             sock, certificate = worker

@@ -23,7 +23,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 MODEL_SCOPE_KEY = 'sequence_ai_ros.model'
 LOCAL_PREFIX = '/v1/_local/'
 KNOWN_PATHS = ('/v1/act', '/v1/models', '/v1/health', '/openapi.json', '/v1/act/connect',
-               '/v1/act/ready', '/v1/act/keepalive', '/v1/act/release',
+               '/v1/act/ready', '/v1/act/keepalive', '/v1/act/release', '/v1/latency',
                # the direct worker's own listener
                '/ping', '/observe', '/act', '/act/episode_end')
 LABEL_PATH = '/v1/deployments/{name}/episodes/{episode}/label'

@@ -6,7 +6,8 @@ secret, certificate fingerprint, lease), the deployment's parameters, how to kee
 and the only timing a deployment states (hz, action_chunk_valid_len, action_chunk_replan_at).
 GET /v1/act/ready says whether the deployment can serve this session (and wakes a cold one),
 POST /v1/act/keepalive keeps the seat, POST /v1/act/release frees it, and
-POST /v1/deployments/{name}/episodes/{episode}/label keeps how an episode went.
+POST /v1/deployments/{name}/episodes/{episode}/label keeps how an episode went, and
+POST /v1/latency takes the client's latency records (counted, by outcome, in the local stats).
 """
 
 from collections.abc import Awaitable, Callable
@@ -51,6 +52,7 @@ class ControlPlane:
             Route('/v1/act/release', self._guarded(self.release), methods=['POST']),
             Route('/v1/deployments/{name}/episodes/{episode}/label', self._guarded(self.label),
                   methods=['POST']),
+            Route('/v1/latency', self._guarded(self.latency), methods=['POST']),
         ]
 
     def _guarded(self, handler: Callable[[Request, str | None], Awaitable[Response]]) -> Handler:
@@ -177,3 +179,17 @@ class ControlPlane:
             raise DirectError('invalid_request', 'episode: expected an id of 1-128 characters')
         row = self.state.episodes.label(profile.name, episode, success, notes)
         return JsonReply({'labelled': True, 'episode_id': row['episode_id']})
+
+    async def latency(self, request: Request, key: str | None) -> Response:
+        """POST /v1/latency: count the client's act records by outcome."""
+        records = (await self._body(request)).get('records')
+        if not isinstance(records, list):
+            raise DirectError('invalid_request', 'records: expected a list')
+        tally = self.state.latency_records
+        for record in records[:1000]:
+            outcome = record.get('outcome') if isinstance(record, dict) else None
+            known = outcome in tally or len(tally) < 16  # a client cannot grow the table
+            name = outcome if isinstance(outcome, str) and len(outcome) <= 32 and known \
+                else '(other)'
+            tally[name] = tally.get(name, 0) + 1
+        return JsonReply({'accepted': len(records[:1000])})

@@ -13,7 +13,8 @@ State is refreshed lazily on each look, so no background task is needed.
 """
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 import hashlib
 import hmac
@@ -43,6 +44,7 @@ class Session:
     kept_until: float = 0.0
     lease_until: float = 0.0
     acts: int = 0
+    running: int = 0  # requests at the worker now: a seat in use does not expire
     episodes: set[str] = field(default_factory=set)
 
 
@@ -172,13 +174,26 @@ class SeatBook:
                         return held
             return None
 
+    @contextmanager
+    def using(self, session: Session) -> Iterator[None]:
+        """Hold the session's seat for a worker request: kept `seat_ttl_s` from its end."""
+        with self._lock:
+            session.running += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                session.running -= 1
+                session.kept_until = max(session.kept_until, self._clock() + self.seat_ttl_s)
+
     # -- bookkeeping -----------------------------------------------------------------------
 
     def _refresh(self, model: str) -> float:
         """Drop seats whose keepalives stopped and line places no longer asked for; return now."""
         now = self._clock()
         sessions = self._sessions[model]
-        for session_id in [s for s, held in sessions.items() if now > held.kept_until]:
+        for session_id in [s for s, held in sessions.items()
+                           if now > held.kept_until and not held.running]:
             held = sessions.pop(session_id)
             self._secrets.pop(held.secret_digest.hex(), None)
             self._freed[model]['expired'] += 1
@@ -193,7 +208,7 @@ class SeatBook:
             out = {}
             for model in self._sessions:
                 now = self._refresh(model)
-                keys = {}
+                keys: dict[str, str] = {}
                 out[model] = {
                     'seats': self.seats,
                     'held': len(self._sessions[model]),

@@ -28,6 +28,7 @@ class DirectState:
     fingerprint: str = ''
     draining: bool = False
     running: dict[str, float] = field(default_factory=dict)  # request id -> started
+    latency_records: dict[str, int] = field(default_factory=dict)  # outcome -> records
 
     def __post_init__(self) -> None:
         scale = self.time_scale
@@ -68,4 +69,4 @@ class DirectState:
         """Return the direct protocol's part of the local stats."""
         return {'worker_url': self.worker_url, 'draining': self.draining,
                 'seats': self.seats.snapshot(), 'episodes': self.episodes.snapshot(),
-                'acts_running': len(self.running)}
+                'acts_running': len(self.running), 'latency_records': dict(self.latency_records)}

@@ -9,7 +9,7 @@ scalar with `b'nd': False`), which the sequence-ai client reads back as an array
 
 from typing import Any
 
-import msgpack
+import msgpack  # type: ignore[import-untyped]
 import numpy as np
 from starlette.requests import Request
 from starlette.responses import Response
@@ -25,7 +25,8 @@ MAX_DEPTH = 64
 
 def pack(value: Any) -> bytes:
     """Return `value` as msgpack, numpy arrays and scalars as msgpack-numpy maps."""
-    return msgpack.packb(value, default=_numpy_map, use_bin_type=True)
+    packed: bytes = msgpack.packb(value, default=_numpy_map, use_bin_type=True)
+    return packed
 
 
 def unpack(data: bytes) -> Any:

@@ -10,6 +10,7 @@ included, carries X-Seq-Act-Formats.
 """
 
 import asyncio
+from collections.abc import Awaitable, Callable
 import time
 from typing import Any
 
@@ -79,11 +80,13 @@ class Worker:
                          exception_handlers={404: not_found, 405: not_found,
                                              Exception: server_error})
 
-    def _guarded(self, handler: Any) -> Any:
+    def _guarded(self, handler: Callable[[Request, Session], Awaitable[Response]]
+                 ) -> Callable[[Request], Awaitable[Response]]:
         async def guarded(request: Request) -> Response:
             try:
                 session = self._session_of(request)
-                return await handler(request, session)
+                with self.state.seats.using(session):
+                    return await handler(request, session)
             except ApiError as error:
                 return from_api_error(error).response(request, error.headers)
             except DirectError as error:
@@ -129,10 +132,10 @@ class Worker:
         frames, skipped = payload.get('frames', []), payload.get('skipped', [])
         if not isinstance(frames, list) or not isinstance(skipped, list):
             raise DirectError('invalid_request', 'frames and skipped: expected lists')
-        numbered = []
+        numbered: list[tuple[int, Any]] = []
         for i, frame in enumerate(frames):
             number = frame.get('seq') if isinstance(frame, dict) else None
-            if not _count(number):
+            if not isinstance(number, int) or not _count(number):
                 raise DirectError('invalid_request', f'frames[{i}].seq: expected a number >= 0')
             numbered.append((number, frame.get('inputs')))
         if not all(_count(n) for n in skipped):
@@ -165,7 +168,7 @@ class Worker:
             state.episodes.counted_act()
         elif payload.get('call') == 'act':
             seq = payload.get('seq')
-            if not _count(seq):
+            if not isinstance(seq, int) or not _count(seq):
                 raise DirectError('invalid_request', 'seq: expected the number of observations '
                                                      'before this act')
             episode_id = _episode_id(payload)

@@ -1,0 +1,336 @@
+"""
+The gateway's direct protocol over plain HTTP (httpx): what the published client does not show.
+
+The published sequence-ai 0.51.5 client runs against the same gateway in test/published; here
+are the routes' own answers: the connect answer, the worker's formats and certificate, the
+secret (never an API key) at the worker, numbered observations and frames_missing, seats that
+expire or are released, the local stats, and every error's code-based body.
+"""
+
+import hashlib
+import ssl
+import subprocess
+import sys
+import time
+
+from fixtures_gateway import (
+    AUTH,
+    DIRECT_ARGS,
+    MAIN_KEY,
+    preset_observation,
+    TEST_KEYS,
+    TIME_SCALE,
+    TWO_CREDIT_KEY,
+)
+import httpx
+import msgpack
+import numpy as np
+import pytest
+from sequence_ai_ros.contract.error_codes import CODES
+from sequence_ai_ros.gateway.direct.wire import MSGPACK_TYPE, pack, unpack
+from sequence_ai_ros.gateway.process import GatewayProcess
+
+FORMATS = {'x-seq-msgpack/1', 'x-seq-observe/1', 'x-seq-call/1'}
+LINGBOT_VA = 'accounts/sequences/models/lingbot-va-5b'
+ERROR_KEYS = {'detail', 'code', 'retryable', 'retry_after_s', 'request_id', 'hint', 'details'}
+
+
+class Robot:
+    """One robot's session on the direct protocol, spoken with httpx."""
+
+    def __init__(self, gateway: GatewayProcess, model: str = 'pi05-droid',
+                 key: str = MAIN_KEY, session: str | None = None) -> None:
+        self.gateway = gateway
+        self.model = model
+        self.key = key
+        self.session = session or f'session-{id(self):x}'
+        self.control = httpx.Client(base_url=gateway.base_url, timeout=10.0,
+                                    headers={'Authorization': f'Bearer {key}'})
+        self.answer: dict = {}
+        self.worker: httpx.Client | None = None
+        self.numbers: dict[str, int] = {}
+
+    def connect(self) -> httpx.Response:
+        response = self.control.post('/v1/act/connect',
+                                     json={'model': self.model, 'session': self.session})
+        if response.status_code == 200:
+            self.answer = response.json()
+            # The certificate is self-signed: test_connect_names_the_certificate_it_serves
+            # checks the pin; here the worker is reached without a CA.
+            self.worker = httpx.Client(
+                base_url=self.answer['worker_url'], verify=False, timeout=10.0,
+                headers={'Authorization': f'Bearer {self.answer["direct_secret"]}'})
+        return response
+
+    def observe(self, episode: str, inputs: dict, number: int | None = None) -> httpx.Response:
+        n = self.numbers.get(episode, 0) if number is None else number
+        self.numbers[episode] = max(self.numbers.get(episode, 0), n + 1)
+        body = {'episode_id': episode, 'frames': [{'seq': n, 'inputs': inputs}], 'skipped': []}
+        assert self.worker is not None
+        return self.worker.post('/observe', content=pack(body),
+                                headers={'Content-Type': MSGPACK_TYPE})
+
+    def act(self, episode: str, seq: int | None = None, **extra: object) -> httpx.Response:
+        assert self.worker is not None
+        seq = self.numbers.get(episode, 0) if seq is None else seq
+        return self.worker.post('/act', json={'model': self.model, 'episode_id': episode,
+                                              'call': 'act', 'seq': seq, **extra})
+
+    def keepalive(self) -> httpx.Response:
+        return self.control.post('/v1/act/keepalive',
+                                 json={'model': self.model, 'session': self.session})
+
+    def release(self) -> httpx.Response:
+        return self.control.post('/v1/act/release',
+                                 json={'model': self.model, 'session': self.session})
+
+    def close(self) -> None:
+        self.control.close()
+        if self.worker is not None:
+            self.worker.close()
+
+
+@pytest.fixture
+def robot(direct_gateway):
+    robot = Robot(direct_gateway)
+    assert robot.connect().status_code == 200
+    yield robot
+    robot.release()
+    robot.close()
+
+
+def error_of(response: httpx.Response, code: str, reason: str | None = None) -> dict:
+    """Check a code-based error answer and return its body."""
+    body = response.json()
+    assert set(body) == ERROR_KEYS, body
+    assert body['code'] == code, body
+    assert response.status_code == CODES[code].status
+    assert body['retryable'] is CODES[code].retryable
+    assert body['request_id'] == response.headers['X-Seq-Request-Id']
+    if reason is not None:
+        assert body['details'].get('reason') == reason, body
+    return body
+
+
+def test_connect_answers_what_the_client_reads(robot, direct_gateway):
+    answer = robot.answer
+    assert answer['worker_url'].startswith('https://127.0.0.1:')
+    assert answer['tls'] == 'pinned' and answer['params'] == {}
+    assert answer['direct_secret'] and not answer['direct_secret'].startswith('seq_')
+    assert set(answer['lease']) == {'epoch', 'ttl_s', 'expires_at'}
+    assert answer['lease']['ttl_s'] == round(600 * TIME_SCALE)
+    assert answer['keepalive'] == {'every_s': pytest.approx(20 * 100 / 60 * TIME_SCALE, abs=1e-3),
+                                   'seat_ttl_s': pytest.approx(100 * TIME_SCALE)}
+    # pi05-droid: 15 steps at 15 Hz of model time, asked again after 8.
+    assert answer['hz'] == pytest.approx(15 / TIME_SCALE)
+    assert (answer['action_chunk_valid_len'], answer['action_chunk_replan_at']) == (15, 8)
+    assert answer['request_timeout_s'] == pytest.approx(300 * TIME_SCALE)
+    # A renewal keeps the secret and the epoch: the client keeps its worker connection.
+    again = robot.control.post('/v1/act/connect',
+                               json={'model': 'pi05-droid', 'session': robot.session}).json()
+    assert again['direct_secret'] == answer['direct_secret']
+    assert again['lease']['epoch'] == answer['lease']['epoch']
+    assert answer['direct_secret'] not in direct_gateway.log()
+
+
+def test_connect_names_the_certificate_it_serves(robot):
+    host, port = robot.answer['worker_url'].removeprefix('https://').split(':')
+    served = ssl.get_server_certificate((host, int(port)))
+    der = ssl.PEM_cert_to_DER_cert(served)
+    assert hashlib.sha256(der).hexdigest() == robot.answer['cert_fingerprint']
+
+
+def test_the_worker_names_its_formats_on_every_answer(robot):
+    assert robot.worker is not None
+    ping = robot.worker.get('/ping')
+    assert ping.status_code == 200
+    refused = httpx.post(robot.answer['worker_url'] + '/act', verify=False, json={})
+    for response in (ping, refused):
+        said = {f.strip() for f in response.headers['X-Seq-Act-Formats'].split(',')}
+        assert said == FORMATS
+    error_of(refused, 'unauthenticated')
+
+
+def test_an_api_key_is_refused_at_the_worker(robot):
+    for key in (MAIN_KEY, 'not-the-secret'):
+        response = httpx.post(robot.answer['worker_url'] + '/act', verify=False,
+                              headers={'Authorization': f'Bearer {key}'},
+                              json={'model': 'pi05-droid', 'episode_id': 'e', 'call': 'act',
+                                    'seq': 1})
+        body = error_of(response, 'unauthenticated')
+        assert MAIN_KEY not in response.text
+    assert 'never accepted at the worker' in body['detail'] or 'unknown' in body['detail']
+
+
+def test_an_episode_of_observations_and_acts_in_json_and_msgpack(robot):
+    assert robot.observe('ep-1', preset_observation()).json() == {'through': 0}
+    answer = robot.act('ep-1')
+    assert answer.status_code == 200, answer.text
+    body = answer.json()
+    assert set(body) == {'outputs', 'perf', 'usage', 'warnings', 'request_id'}
+    chunk = body['outputs']
+    assert (chunk['robot'], chunk['action_space'], chunk['action_dim']) == \
+        ('droid', 'joint_velocity', 8)
+    assert len(chunk['steps']) == 15
+    assert chunk['covers_seconds'] == pytest.approx(15 / chunk['control_frequency_hz'])
+    # msgpack both ways: numpy proprioception in, the chunk back as msgpack.
+    inputs = preset_observation()
+    inputs['proprioception']['joint_positions'] = np.zeros(7, np.float32)
+    assert robot.observe('ep-1', inputs).json() == {'through': 1}
+    assert robot.worker is not None
+    packed = robot.worker.post(
+        '/act', content=msgpack.packb({'model': 'pi05-droid', 'episode_id': 'ep-1',
+                                       'call': 'act', 'seq': 2}),
+        headers={'Content-Type': MSGPACK_TYPE, 'Accept': MSGPACK_TYPE})
+    assert packed.headers['content-type'] == MSGPACK_TYPE
+    assert len(unpack(packed.content)['outputs']['steps']) == 15
+    ended = robot.worker.post('/act/episode_end', json={'episode_id': 'ep-1'})
+    assert ended.json() == {'ended': True}
+    after = robot.act('ep-1', 3)
+    assert error_of(after, 'invalid_request')['detail'].startswith('this episode ended')
+
+
+def test_an_act_with_nothing_observed_or_a_skipped_number_is_refused(robot):
+    error_of(robot.act('ep-empty', 0), 'invalid_request')
+    robot.observe('ep-gap', preset_observation(), 0)
+    robot.observe('ep-gap', preset_observation(), 2)
+    missing = error_of(robot.act('ep-gap', 3), 'conflict', 'frames_missing')
+    assert missing['details']['from'] == 1
+    robot.observe('ep-gap', preset_observation(), 1)
+    assert robot.act('ep-gap', 3).status_code == 200
+
+
+def test_the_preset_is_checked_as_it_declares(robot):
+    small = preset_observation(size=160)
+    robot.observe('ep-small', small)
+    refused = error_of(robot.act('ep-small'), 'invalid_request')
+    assert refused['details']['sizes'] == {'exterior_1': '160x160', 'wrist': '160x160'}
+    assert 'resize_image(frame, 224, 224' in refused['hint']
+    wrong = preset_observation()
+    wrong['proprioception']['gripper'] = 0.0  # the preset's gripper is a list
+    robot.observe('ep-gripper', wrong)
+    assert 'gripper' in error_of(robot.act('ep-gripper'), 'invalid_request')['detail']
+    extra = dict(preset_observation(), action_horizon=4)
+    robot.observe('ep-extra', extra)
+    assert 'action_horizon' in error_of(robot.act('ep-extra'), 'invalid_request')['detail']
+
+
+def test_control_plane_errors_are_code_based(direct_gateway):
+    base = direct_gateway.base_url
+    body = {'model': 'pi05-droid', 'session': 'session-errors-1'}
+    error_of(httpx.post(base + '/v1/act/connect', json=body), 'unauthenticated')
+    missing = httpx.post(base + '/v1/act/connect', headers=AUTH,
+                         json={**body, 'model': 'no-such-policy'})
+    assert 'pi05-droid' in error_of(missing, 'not_found')['detail']
+    error_of(httpx.post(base + '/v1/act/connect', headers=AUTH, json={'model': 'pi05-droid'}),
+             'invalid_request')
+    # Protocol v1's own route is not served by a direct-only gateway.
+    assert httpx.post(base + '/v1/act', headers=AUTH, json={}).status_code == 404
+
+
+def test_seats_are_held_released_and_expire_and_the_stats_say_so(direct_gateway):
+    robots = [Robot(direct_gateway, 'lingbot-va-5b') for _ in range(3)]
+    try:
+        assert [r.connect().status_code for r in robots[:2]] == [200, 200]
+        busy = error_of(robots[2].connect(), 'busy')
+        assert busy['retry_after_s'] > 0
+        seats = direct_gateway.stats()['direct']['seats'][LINGBOT_VA]
+        assert (seats['held'], seats['seats']) == (2, 2)
+        assert robots[0].release().json() == {'released': True}
+        assert robots[0].keepalive().json()['held'] is False
+        assert robots[2].connect().status_code == 200
+        # robots[1] stops keeping alive; robots[2] keeps alive past its seat_ttl_s (2 s).
+        ttl = robots[2].answer['keepalive']['seat_ttl_s']
+        for _ in range(6):
+            assert robots[2].keepalive().json()['held'] is True
+            time.sleep(ttl / 3)
+        assert robots[1].keepalive().json()['held'] is False
+        assert robots[1].act('e', 1).status_code == 401  # its secret went with its seat
+        seats = direct_gateway.stats()['direct']['seats'][LINGBOT_VA]
+        assert seats['held'] == 1 and seats['released'] >= 1 and seats['expired'] >= 1
+    finally:
+        for r in robots:
+            r.release()
+            r.close()
+
+
+def test_labels_and_credit(direct_gateway):
+    label = httpx.post(direct_gateway.base_url + '/v1/deployments/pi05-droid/episodes/ep-9/label',
+                       headers=AUTH, json={'success': True, 'notes': 'cup held'})
+    assert label.json() == {'labelled': True, 'episode_id': 'ep-9'}
+    labels = direct_gateway.stats()['direct']['episodes']['labels']
+    assert {'model': 'pi05-droid', 'episode_id': 'ep-9', 'success': True,
+            'notes': 'cup held'}.items() <= labels[-1].items()
+    # Acts at the worker are charged to the key that connected: 2 credits, 2 acts.
+    robot = Robot(direct_gateway, 'cosmos3-edge-policy-droid', key=TWO_CREDIT_KEY)
+    try:
+        robot.connect()
+        for _ in range(2):
+            robot.observe('ep-credit', preset_observation())
+            assert robot.act('ep-credit').status_code == 200
+        robot.observe('ep-credit', preset_observation())
+        error_of(robot.act('ep-credit'), 'insufficient_credit')
+    finally:
+        robot.release()
+        robot.close()
+
+
+def test_draining_is_said_on_both_planes():
+    with GatewayProcess(DIRECT_ARGS, keys=TEST_KEYS) as gateway:
+        robot = Robot(gateway)
+        robot.connect()
+        robot.observe('ep', preset_observation())
+        httpx.post(gateway.base_url + '/v1/_local/drain')
+        error_of(robot.act('ep'), 'unavailable', 'draining')
+        error_of(robot.connect(), 'unavailable', 'draining')
+        robot.close()
+
+
+def test_an_episode_is_lost_when_the_gateway_restarts_under_it():
+    with GatewayProcess(DIRECT_ARGS, keys=TEST_KEYS) as gateway:
+        robot = Robot(gateway, session='session-restarted')
+        robot.connect()
+        robot.observe('ep-long', preset_observation())
+        assert robot.act('ep-long').status_code == 200
+        old_secret = robot.answer['direct_secret']
+        gateway.restart()
+        robot.connect()
+        assert robot.answer['direct_secret'] != old_secret
+        # The client sends again what it kept since its last served act, then the act.
+        robot.observe('ep-long', preset_observation(), 1)
+        error_of(robot.act('ep-long', 2), 'conflict', 'episode_lost')
+        assert gateway.stats()['direct']['episodes']['lost'] == 1
+        robot.release()
+        robot.close()
+
+
+def test_a_cold_deployment_warms_and_a_full_one_queues():
+    args = ['--time-scale', '0.01', '--protocol', 'direct', '--cold-start-s', '100',
+            '--seats', '1', '--seat-queue', '--seat-ttl-s', '500']
+    with GatewayProcess(args, keys=TEST_KEYS) as gateway:
+        first, second = Robot(gateway), Robot(gateway)
+        warming = error_of(first.connect(), 'warming')
+        assert 0 < warming['retry_after_s'] <= 1.0
+        assert warming['details']['start_deadline_in_s'] >= warming['retry_after_s']
+        ready = first.control.get('/v1/act/ready',
+                                  params={'model': 'pi05-droid', 'session': first.session})
+        assert ready.json()['status'] == 'starting'
+        time.sleep(warming['retry_after_s'] + 0.1)
+        assert first.connect().status_code == 200
+        queued = error_of(second.connect(), 'unavailable', 'queued')
+        assert queued['details']['queue_position'] == 1
+        said = second.control.get('/v1/act/ready',
+                                  params={'model': 'pi05-droid', 'session': second.session})
+        assert (said.json()['status'], said.json()['queue_position']) == ('queued', 1)
+        first.release()
+        assert second.connect().status_code == 200
+        for r in (first, second):
+            r.release()
+            r.close()
+
+
+def test_ray_serves_v1_only():
+    done = subprocess.run([sys.executable, '-m', 'sequence_ai_ros.gateway', '--ray',
+                           '--protocol', 'direct'], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert '--ray serves v1 only' in done.stderr
