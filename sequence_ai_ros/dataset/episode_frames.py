@@ -37,7 +37,7 @@ from sequence_ai_ros.record.types import is_hold
 
 IMAGE_PREFIX = IMAGE_TOPIC.split('{')[0]
 # A picture older than this many of the usual intervals between pictures came late.
-LATE_INTERVALS = 2.0
+LATE_INTERVALS = 1.5
 # A stamp further than this from when it was recorded is from another clock: the log time
 # stands in for it (counted in `restamped`).
 CLOCK_MISMATCH_S = 60.0

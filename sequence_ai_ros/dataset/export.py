@@ -55,6 +55,8 @@ def recordings(paths: Iterable[Path]) -> list[Path]:
     """Return the .mcap files `paths` name (a folder: the recordings in it), by name (time)."""
     found: list[Path] = []
     for path in map(Path, paths):
+        if not path.exists():
+            raise ExportError(f'no such file or folder: {path} (nothing was written)')
         found.extend(sorted(path.glob('*.mcap')) if path.is_dir() else [path])
     return found
 

@@ -38,8 +38,7 @@ def render(runs: Sequence[Any], path: Path, *, title: str, scale: float,
     episode has none): a panel without data is left out. `chunk_s` is the seconds one chunk
     covers.
     """
-    panels = ['joints'] + (['distance'] if target is not None else []) + \
-        (['latency'] if any(run.data.chunks for run in runs) else [])
+    panels = panels_for(runs, target)
     ratios = [PANEL_HEIGHT[panel] for panel in panels]
     width, single = 7.5 * len(runs), len(runs) == 1
     height = 9.0 * (sum(ratios) + 0.9) / (sum(PANEL_HEIGHT.values()) + 0.9)
@@ -64,6 +63,12 @@ def render(runs: Sequence[Any], path: Path, *, title: str, scale: float,
                fontsize='small', frameon=False)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path)
+
+
+def panels_for(runs: Sequence[Any], target: Sequence[float] | None) -> list[str]:
+    """Return the panels the runs have data for: joints, then distance and latency if any."""
+    return ['joints'] + (['distance'] if target is not None else []) + \
+        (['latency'] if any(run.data.chunks for run in runs) else [])
 
 
 def _end(run: Any, scale: float) -> float:
