@@ -25,6 +25,7 @@ from ._errors import (
     AuthError,
     Conflict,
     EpisodeLost,
+    InvalidRequest,
     SeatLost,
     SequencesError,
     Unavailable,
@@ -123,6 +124,11 @@ class DirectConnection:
         episode = self.episodes.current_or_begin()
         options = {k: v for k, v in options.items() if v is not None}
         seed = options.pop('seed', None)
+        # v1's action_horizon is the answer's first rows: the same cut is made here.
+        horizon = options.pop('action_horizon', None)
+        if horizon is not None and (isinstance(horizon, bool) or not isinstance(horizon, int)
+                                    or horizon < 1):
+            raise InvalidRequest(f'action_horizon must be a positive integer, got {horizon!r}')
         self._say_unsent(options)
         inputs = observation.to_wire()
         proprio = inputs.get('proprioception', {})
@@ -138,7 +144,7 @@ class DirectConnection:
         body = self._request(lambda worker: self._act(worker, payload))
         route = self._route
         assert route is not None  # a request answered: connected
-        return prediction_from_act(body, route, self.deployment, self.action_space)
+        return prediction_from_act(body, route, self.deployment, self.action_space, horizon)
 
     def _say_unsent(self, options: dict[str, Any]) -> None:
         """Warn once per option name that the direct act has no field for (v1's extras)."""

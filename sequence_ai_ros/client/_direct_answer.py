@@ -50,11 +50,15 @@ def chunk_from_outputs(outputs: Any, route: WorkerRoute,
         if route.hz is None:
             raise MalformedResponse('act answer: no control_frequency_hz, and connect gave no hz')
         body['control_frequency_hz'] = route.hz
-    chunk = ActionChunk.from_wire(body)
-    if route.valid_len is not None and len(chunk.steps) > route.valid_len:
-        # Rows past action_chunk_valid_len are the deployment's own "do not play".
-        chunk.steps = chunk.steps[:route.valid_len]
-        chunk.covers_seconds = len(chunk.steps) / chunk.control_frequency_hz
+    # Rows past action_chunk_valid_len are the deployment's own "do not play".
+    return cut_to(ActionChunk.from_wire(body), route.valid_len)
+
+
+def cut_to(chunk: ActionChunk, rows: int | None) -> ActionChunk:
+    """Keep the first `rows` steps of `chunk` (all when None or more than it has)."""
+    if rows is not None and 0 < rows < len(chunk.steps):
+        chunk.steps = chunk.steps[:rows]
+        chunk.covers_seconds = rows / chunk.control_frequency_hz
     return chunk
 
 
@@ -65,10 +69,10 @@ def _no_space_message() -> str:
 
 
 def prediction_from_act(body: dict[str, Any], route: WorkerRoute, model: str,
-                        action_space: str | None) -> Prediction:
-    """Build the Prediction of one direct act answer."""
+                        action_space: str | None, horizon: int | None = None) -> Prediction:
+    """Build the Prediction of one direct act answer, of at most `horizon` steps if given."""
     outputs = body.get('outputs')
-    chunk = chunk_from_outputs(outputs, route, action_space)
+    chunk = cut_to(chunk_from_outputs(outputs, route, action_space), horizon)
     perf, usage, warnings = body.get('perf'), body.get('usage'), body.get('warnings')
     rtc = outputs.get('rtc') if isinstance(outputs, dict) else None
     return Prediction(
