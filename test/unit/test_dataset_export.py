@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / 'dataset'))
 import recordings  # noqa: E402
 from sequence_ai_ros.dataset.export import export, ExportError, ExportOptions  # noqa: E402
 from sequence_ai_ros.dataset.lerobot import EPISODES_PATH  # noqa: E402
-from sequence_ai_ros.record.labels import label_episode, label_path, LabelError, read_label  # noqa: E402
+from sequence_ai_ros.record import labels  # noqa: E402
 from sequence_ai_ros.record.size_cap import enforce_cap  # noqa: E402
 
 KEY = 'seq_dataset_tests_key_00000000001'
@@ -50,7 +50,7 @@ def recorded(tmp_path_factory):
 
 @pytest.fixture(scope='module')
 def node_dataset(recorded, tmp_path_factory):
-    label_episode(Path(recorded['node_a'].path), False, f'bumped the cup {KEY}')
+    labels.label_episode(Path(recorded['node_a'].path), False, f'bumped the cup {KEY}')
     out = tmp_path_factory.mktemp('node_dataset') / 'ds'
     result = export([Path(recorded['node_a'].path).parent], ExportOptions(out=out))
     return out, result
@@ -230,9 +230,9 @@ def test_only_labelled_and_success_only(recorded, tmp_path):
     for name in ('client_a', 'client_b'):
         source = Path(recorded[name].path)
         (folder / f'{name}.mcap').write_bytes(source.read_bytes())
-    label_episode(folder / 'client_a.mcap', False)
-    label_episode(folder / 'client_a.mcap', True, 'relabelled')  # replaces the first
-    label_episode(folder / 'client_b.mcap', False)
+    labels.label_episode(folder / 'client_a.mcap', False)
+    labels.label_episode(folder / 'client_a.mcap', True, 'relabelled')  # replaces the first
+    labels.label_episode(folder / 'client_b.mcap', False)
     labelled = export([folder], ExportOptions(out=tmp_path / 'labelled', only_labelled=True))
     assert len(labelled.episodes) == 2
     wins = export([folder], ExportOptions(out=tmp_path / 'wins', success_only=True))
@@ -278,17 +278,17 @@ def test_a_lower_fps_takes_every_nth_command(recorded, tmp_path):
 
 
 def test_label_errors_and_the_cap_takes_the_label_along(tmp_path, recorded):
-    with pytest.raises(LabelError, match='no episode recording'):
-        label_episode(tmp_path / 'missing.mcap', True)
+    with pytest.raises(labels.LabelError, match='no episode recording'):
+        labels.label_episode(tmp_path / 'missing.mcap', True)
     episode = tmp_path / 'old.mcap'
     episode.write_bytes(Path(recorded['client_a'].path).read_bytes())
-    label_episode(episode, True)
-    assert read_label(episode).success is True
-    label_path(episode).write_text('{"success": "yes"}')
-    with pytest.raises(LabelError):
-        read_label(episode)
+    labels.label_episode(episode, True)
+    assert labels.read_label(episode).success is True
+    labels.label_path(episode).write_text('{"success": "yes"}')
+    with pytest.raises(labels.LabelError):
+        labels.read_label(episode)
     assert enforce_cap(tmp_path, 1) == [episode]
-    assert not label_path(episode).exists()
+    assert not labels.label_path(episode).exists()
 
 
 def test_the_command_line_labels_exports_and_reports(recorded, tmp_path):
