@@ -8,7 +8,9 @@ sends them, a different pose for each request. Runs on the project's venv (test/
 it; test/dataset runs it as `python recordings.py OUT_DIR` and reads the JSON it prints).
 """
 
+import base64
 from dataclasses import dataclass, field
+import io
 import json
 from pathlib import Path
 import sys
@@ -49,6 +51,7 @@ class Written:
     actions: list[list[float]] = field(default_factory=list)
     holds: int = 0
     image_stamps: list[float] = field(default_factory=list)   # one per request, every view
+    image_steps: list[int] = field(default_factory=list)  # the pose each request's pictures show
     instruction: str = ''
 
 
@@ -86,6 +89,7 @@ def client_episode(path: Path, *, commands: int = 30, rate_hz: float = 15.0,
         if step % per_request == 0 and step // per_request != late_request:
             recorder.observation(_observation(pose(step), instruction, clock.now))
             written.image_stamps.append(clock.now / NS)
+            written.image_steps.append(step)
             if step == 0:
                 recorder.json('/sequence_ai/answer', {
                     'request': 1, 'model': 'accounts/x/models/pi05-droid', 'steps': 15,
@@ -136,6 +140,7 @@ def node_episode(path: Path, *, commands: int = 30, rate_hz: float = 15.0,
         if step % per_request == 0 and not pending:
             pending.append((clock.now, pose(step)))
             written.image_stamps.append(clock.now / NS)
+            written.image_steps.append(step)
         if pending and (not images_out_of_order or step % per_request == 2):
             taken, q = pending.pop()
             _stamped_observation(recorder, clock, q, instruction, taken)
@@ -180,21 +185,78 @@ def _observation(q: list[float], instruction: str, taken_ns: int) -> Observation
         instruction=instruction)
 
 
-def main(out: Path) -> None:
-    """Write the set test/dataset exports: three client episodes and two node episodes."""
+def picture_at(written: Written, frame: int, view: str) -> bytes:
+    """Return the JPEG a frame should show: the newest picture stamped at or before its command."""
+    t = written.command_times[frame]
+    request = max(i for i, stamp in enumerate(written.image_stamps) if stamp <= t + 1e-9)
+    return base64.b64decode(frame_b64(pose(written.image_steps[request]), view=view))
+
+
+def gateway_episodes(out: Path, count: int = 2, actions: int = 45) -> list[str]:
+    """Record `count` real run(record=...) episodes against the local gateway into `out`."""
+    from observations import observation
+    import sequence_ai_ros as sai
+    from sequence_ai_ros.gateway.process import GatewayProcess
+
+    key = 'seq_dataset_tests_key_00000000002'
+    paths = []
+    with GatewayProcess(['--time-scale', '0.2', '--start-warm'], keys={key: 100000}) as gateway:
+        for number in range(count):
+            path = out / f'run_{number}.mcap'
+            with sai.connect('pi05-droid', api_key=key, base_url=gateway.base_url) as policy:
+                _run(policy, observation, path, actions)
+            paths.append(str(path))
+    return paths
+
+
+def _run(policy, observation, path: Path, actions: int) -> None:
+    q = list(arm_model.HOME)
+
+    def act(action: list[float]) -> None:  # pi05-droid's joint velocities, at 15 Hz
+        q[:] = [p + v / 15.0 for p, v in zip(q, action[:7])]
+
+    policy.run(lambda: observation(q=q), act, max_actions=actions,
+               validate=lambda action: True, record=path)
+
+
+def main(out: Path, with_gateway: bool) -> None:
+    """
+    Write what test/dataset exports, and print it as JSON.
+
+    node/: two node episodes (the first labelled a failure); client/: three run(record=)
+    episodes (the first labelled a success, the second with a late picture); gateway/: real
+    runs against the local gateway; expected/: the pictures some frames must show (PNG).
+    """
+    from PIL import Image
+    from sequence_ai_ros.record.labels import label_episode
+
     out.mkdir(parents=True, exist_ok=True)
-    written = [
-        client_episode(out / 'client' / 'a.mcap', commands=45),
-        client_episode(out / 'client' / 'b.mcap', commands=30, instruction='open the drawer',
-                       start_ns=START_NS + 60 * NS, per_request=5, late_request=2),
-        client_episode(out / 'client' / 'c.mcap', commands=20, start_ns=START_NS + 120 * NS,
-                       outcome='stopped'),
-        node_episode(out / 'node' / 'a.mcap', commands=40, hold_after=12),
-        node_episode(out / 'node' / 'b.mcap', commands=25, start_ns=START_NS + 60 * NS,
-                     images_out_of_order=True),
-    ]
-    print(json.dumps([vars(w) for w in written]))
+    written = {
+        'node_a': node_episode(out / 'node' / 'a.mcap', commands=40, hold_after=12),
+        'node_b': node_episode(out / 'node' / 'b.mcap', commands=25, images_out_of_order=True,
+                               start_ns=START_NS + 60 * NS),
+        'client_a': client_episode(out / 'client' / 'a.mcap', commands=45),
+        'client_b': client_episode(out / 'client' / 'b.mcap', commands=30,
+                                   instruction='open the drawer', per_request=5,
+                                   late_request=2, start_ns=START_NS + 60 * NS),
+        'client_c': client_episode(out / 'client' / 'c.mcap', commands=20, outcome='stopped',
+                                   start_ns=START_NS + 120 * NS),
+    }
+    label_episode(out / 'node' / 'a.mcap', False, 'bumped the cup')
+    label_episode(out / 'client' / 'a.mcap', True, 'clean')
+    expected = {}
+    (out / 'expected').mkdir(exist_ok=True)
+    for name, frames in (('node_b', (0, 5, 12, 24)), ('client_b', (3, 12, 13, 29))):
+        for frame in frames:
+            for view in VIEWS:
+                png = out / 'expected' / f'{name}_{frame}_{view}.png'
+                picture = Image.open(io.BytesIO(picture_at(written[name], frame, view)))
+                picture.convert('RGB').save(png)
+                expected[f'{name}/{frame}/{view}'] = str(png)
+    runs = gateway_episodes(out / 'gateway') if with_gateway else []
+    print(json.dumps({'written': {k: vars(w) for k, w in written.items()},
+                      'expected': expected, 'gateway': runs}))
 
 
 if __name__ == '__main__':
-    main(Path(sys.argv[1]))
+    main(Path(sys.argv[1]), '--gateway' in sys.argv[2:])
