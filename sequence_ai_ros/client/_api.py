@@ -16,7 +16,7 @@ from ._types import Model
 def connect(model: str, *, api_key: str | None = None, base_url: str | None = None,
             control_hz: float | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
             verify: bool | str | ssl.SSLContext = True,
-            observer: PolicyObserver | None = None, protocol: str = 'auto',
+            observer: PolicyObserver | None = None, protocol: str = 'v1',
             action_space: str | None = None,
             _pin: Callable[[WorkerRoute], WorkerRoute] | None = None) -> Policy:
     """
@@ -30,8 +30,8 @@ def connect(model: str, *, api_key: str | None = None, base_url: str | None = No
     timeout_s   per-request timeout
     verify      TLS: True (system CAs), a CA file path, or an ssl.SSLContext; never off
     observer    a PolicyObserver told of every request (instrumentation), else none
-    protocol    `auto` (the direct protocol, else /v1/act when the gateway has none),
-                `direct` or `v1`; policy.protocol says which is in use
+    protocol    `v1` (POST /v1/act, the default for now), `direct`, or `auto` (the direct
+                protocol, else v1 when the gateway has none); policy.protocol says which
     action_space  the deployment's action space (`joint_velocity`, `joint_position`, ...)
                 when its answers do not state it (direct, no preset chunk); never guessed
     """

@@ -134,9 +134,10 @@ class DirectConnection:
         proprio = inputs.get('proprioception', {})
         if isinstance(proprio.get('gripper'), (int, float)):  # the preset's gripper is a list
             inputs['proprioception'] = dict(proprio, gripper=[float(proprio['gripper'])])
-        with self._observe_lock:  # numbers reach the worker in order
+        with self._observe_lock:  # numbers reach the worker in order, none skipped
             seq = self.episodes.number(episode, inputs)
-            self._request(lambda worker: self._post_frames(worker, episode, seq))
+            self._request(lambda worker: self._post_frames(
+                worker, episode, self.episodes.unsent(episode)))
         payload: dict[str, Any] = {'model': self.deployment, 'episode_id': episode,
                                    'call': 'act', 'seq': seq + 1}
         if seed is not None:
@@ -169,10 +170,16 @@ class DirectConnection:
         return episode
 
     def _post_frames(self, worker: WorkerChannel, episode: str, first: int) -> dict[str, Any]:
-        frames = [{'seq': seq, 'inputs': inputs}
-                  for seq, inputs in self.episodes.frames_from(episode, first)]
+        kept = self.episodes.frames_from(episode, first)
+        frames = [{'seq': seq, 'inputs': inputs} for seq, inputs in kept]
         try:
-            return worker.post_packed('/observe', {'episode_id': episode, 'frames': frames})
+            answer = worker.post_packed('/observe', {'episode_id': episode, 'frames': frames})
+            through = answer.get('through')
+            if isinstance(through, int) and not isinstance(through, bool):
+                self.episodes.acknowledged(episode, through)
+            elif kept:
+                self.episodes.acknowledged(episode, kept[-1][0])
+            return answer
         except Conflict as exc:
             earlier = exc.details.get('from')
             if exc.reason != 'frames_missing' or not isinstance(earlier, int) or earlier >= first:
@@ -195,8 +202,9 @@ class DirectConnection:
         generation = self._interrupt.generation
         reconnects = busy = 0
         while True:
-            worker = self._current_worker()
+            worker = None
             try:
+                worker = self._current_worker()  # a connect's busy 429 backs off as an act's
                 return call(worker)
             except EpisodeLost:
                 self.episodes.end()  # the worker lost it; the next request opens another

@@ -22,6 +22,7 @@ class EpisodeBook:
         self.current: str | None = None
         self.last: str | None = None  # the episode label() names when given none
         self._numbers: dict[str, int] = {}
+        self._unsent: dict[str, int] = {}  # the first number the worker has not acknowledged
         self._kept: dict[str, deque[tuple[int, dict[str, Any]]]] = {}
 
     def begin(self, episode_id: str | None = None) -> str:
@@ -48,6 +49,7 @@ class EpisodeBook:
             if episode == self.current:
                 self.current = None
             self._numbers.pop(episode, None)
+            self._unsent.pop(episode, None)
             self._kept.pop(episode, None)
             return episode
 
@@ -58,6 +60,16 @@ class EpisodeBook:
             self._numbers[episode] = seq + 1
             self._kept.setdefault(episode, deque(maxlen=KEEP_FRAMES)).append((seq, inputs))
             return seq
+
+    def unsent(self, episode: str) -> int:
+        """Return the first number of `episode` the worker has not acknowledged."""
+        with self._lock:
+            return self._unsent.get(episode, 0)
+
+    def acknowledged(self, episode: str, through: int) -> None:
+        """Note that the worker holds every observation of `episode` up to `through`."""
+        with self._lock:
+            self._unsent[episode] = max(self._unsent.get(episode, 0), through + 1)
 
     def frames_from(self, episode: str, first: int) -> list[tuple[int, dict[str, Any]]]:
         """Return the kept frames of `episode` numbered `first` or later, in order."""

@@ -131,9 +131,11 @@ class Policy:
                     raise
                 self._protocol = 'v1'
             except Unavailable as exc:
-                if not (exc.warming or exc.queued):
+                if not (exc.warming or exc.queued or exc.status == 429):
                     raise
-                self._protocol = 'direct'  # it answered as the direct protocol: a cold worker
+                # It answered as the direct protocol (a cold worker, a line, no free seat):
+                # the request that follows waits or backs off as it does on any connect.
+                self._protocol = 'direct'
                 _log.info('%s: direct protocol, %s', self._model, exc)
             _log.info('%s: using the %s protocol', self._model, self._protocol)
             return self._protocol

@@ -28,7 +28,8 @@ cold = gateway_fixture(['--time-scale', '0.05', '--protocol', 'direct'], name='c
 
 
 def connect(gateway, model='pi05-droid', **kwargs):
-    return sai.connect(model, base_url=gateway.base_url, api_key=KEY, **kwargs)
+    return sai.connect(model, base_url=gateway.base_url, api_key=KEY,
+                       **{'protocol': 'auto', **kwargs})
 
 
 def stats(gateway):
@@ -162,3 +163,64 @@ def test_a_refused_secret_reconnects_then_fails_without_showing_a_secret(direct_
     for text in texts:
         assert KEY not in text and 'ds_not_the_secret' not in text
         assert not any(secret in text for secret in secrets)
+
+
+one_seat_line = gateway_fixture(['--time-scale', str(SCALE), '--start-warm', '--protocol',
+                                 'direct', '--seats', '1', '--seat-queue'],
+                                name='one_seat_line', keys={KEY: 100000})
+one_seat = gateway_fixture(['--time-scale', str(SCALE), '--start-warm', '--protocol', 'direct',
+                            '--seats', '1'], name='one_seat', keys={KEY: 100000})
+
+
+def test_a_robot_in_line_waits_for_the_seat_a_closed_policy_gives_back(one_seat_line):
+    first = connect(one_seat_line)
+    first.predict(OBS)
+    seen = []
+    with connect(one_seat_line) as second:
+        answer = second.ready()
+        assert answer.queued and answer.queue_position == 1 and not answer.ready
+        threading.Timer(1.0, first.close).start()
+        second.wait_until_ready(30, on_wait=seen.append, poll_s=0.1)
+        assert any(r.queued for r in seen)
+        assert run(second, 20).reason == 'completed'
+
+
+def test_a_busy_deployment_is_asked_again_until_the_timeout_then_raised(one_seat):
+    first = connect(one_seat)
+    first.predict(OBS)
+    try:
+        with connect(one_seat, timeout_s=2.0) as second:
+            began = time.monotonic()
+            with pytest.raises(sai.Unavailable) as info:
+                second.predict(OBS)
+            assert info.value.status == 429 and info.value.code == 'busy'
+            assert 1.0 < time.monotonic() - began < 10.0  # backed off within timeout_s
+            first.close()
+            assert len(second.predict(OBS).action_chunk) > 0
+    finally:
+        first.close()
+
+
+def test_a_seat_the_gateway_dropped_is_reported_then_taken_again(direct_only):
+    with connect(direct_only, protocol='direct') as policy:
+        policy.predict(OBS)
+        httpx.post(direct_only.base_url + '/v1/act/release', timeout=10,
+                   headers={'Authorization': f'Bearer {KEY}'},
+                   json={'model': 'pi05-droid', 'session': policy.session})
+        deadline = time.monotonic() + 30
+        while not policy.seat_lost and time.monotonic() < deadline:
+            time.sleep(0.1)  # the keepalive thread beats every every_s (4 s here)
+        assert policy.seat_lost
+        with pytest.raises(sai.SeatLost):
+            policy.predict(OBS)
+        assert len(policy.predict(OBS).action_chunk) > 0  # connected, and seated, again
+        assert not policy.seat_lost
+
+
+def test_connect_stays_on_v1_unless_asked(both):
+    with sai.connect('pi05-droid', base_url=both.base_url, api_key=KEY) as policy:
+        assert policy.protocol == 'v1'
+        assert policy.predict(OBS).id.startswith('act_')
+        with pytest.raises(sai.InvalidRequest, match='direct protocol'):
+            policy.ready()
+        assert policy.wait_until_ready(5) == 0.0
