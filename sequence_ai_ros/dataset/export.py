@@ -19,7 +19,8 @@ from sequence_ai_ros.record.dependency import RecordingUnavailable
 from sequence_ai_ros.record.labels import LabelError
 
 from .episode_frames import EpisodeFrames, EpisodeUnusable, read_frames
-from .lerobot import DatasetShapeError, EpisodeData, LeRobotWriter
+from .lerobot import EpisodeData, LeRobotWriter
+from .lerobot_files import DatasetShapeError
 
 RATE_TOLERANCE = 0.01  # relative: 14.99 Hz is 15 Hz
 

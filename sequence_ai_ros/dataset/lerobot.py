@@ -21,7 +21,6 @@ Only the statistics' running sums, the episode rows and the open files are kept.
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-import io
 import json
 import math
 from pathlib import Path
@@ -29,21 +28,15 @@ from typing import Any
 
 import numpy as np
 
+from .lerobot_files import CHUNKS_SIZE, DatasetShapeError, ParquetFiles, VIDEO_PATH, VideoFiles
+from .stats import Stats
+
 CODEBASE_VERSION = 'v3.0'
-CHUNKS_SIZE = 1000
 DATA_FILE_MB = 100
 VIDEO_FILE_MB = 200
 DATA_PATH = 'data/chunk-{chunk_index:03d}/file-{file_index:03d}.parquet'
-VIDEO_PATH = 'videos/{video_key}/chunk-{chunk_index:03d}/file-{file_index:03d}.mp4'
 EPISODES_PATH = 'meta/episodes/chunk-000/file-000.parquet'
 IMAGE_KEY = 'observation.images.{view}'
-QUANTILES = (0.01, 0.10, 0.50, 0.90, 0.99)
-# The codec every LeRobot decoder reads (torchcodec, PyAV); a keyframe every other frame, as
-# LeRobot's own encoder does, so a frame anywhere decodes quickly.
-CODEC = 'libx264'
-CODEC_OPTIONS = {'crf': '18', 'g': '2', 'preset': 'veryfast'}
-# Frames per episode whose pixels go into the image statistics.
-IMAGE_STAT_SAMPLES = 50
 
 
 @dataclass
@@ -55,10 +48,6 @@ class EpisodeData:
     states: np.ndarray    # (frames, state dims), float32
     images: dict[str, Sequence[bytes]]  # view -> each frame's JPEG
     columns: dict[str, Any] = field(default_factory=dict)  # this package's episode columns
-
-
-class DatasetShapeError(ValueError):
-    """An episode that does not fit the dataset's features (other joints, views or sizes)."""
 
 
 class LeRobotWriter:
@@ -76,13 +65,13 @@ class LeRobotWriter:
         self.episodes: list[dict[str, Any]] = []
         self.frames = 0
         self.image_shape: tuple[int, int] | None = None
-        self._data = _ParquetFiles(self.root, DATA_PATH, data_file_mb)
-        self._videos: dict[str, _VideoFiles] = {}
-        self._stats = {'action': _Stats(), 'observation.state': _Stats()}
-        self._image_stats = {view: _Stats() for view in views}
-        self._timestamp_stats, self._index_stats = _Stats(), _Stats()
-        self._episode_index_stats, self._frame_index_stats = _Stats(), _Stats()
-        self._task_index_stats = _Stats()
+        self._data = ParquetFiles(self.root, DATA_PATH, data_file_mb)
+        self._videos: dict[str, VideoFiles] = {}
+        self._stats = {'action': Stats(), 'observation.state': Stats()}
+        self._image_stats = {view: Stats() for view in views}
+        self._timestamp_stats, self._index_stats = Stats(), Stats()
+        self._episode_index_stats, self._frame_index_stats = Stats(), Stats()
+        self._task_index_stats = Stats()
 
     def add(self, episode: EpisodeData) -> int:
         """Write one episode's frames and videos; return its episode_index."""
@@ -95,7 +84,7 @@ class LeRobotWriter:
             key = IMAGE_KEY.format(view=view)
             files = self._videos.get(view)
             if files is None:
-                files = self._videos[view] = _VideoFiles(self.root, key, self.fps,
+                files = self._videos[view] = VideoFiles(self.root, key, self.fps,
                                                          self.video_file_mb)
             chunk, number, start = files.add(episode.images[view], self._image_stats[view])
             row.update({f'videos/{key}/chunk_index': chunk, f'videos/{key}/file_index': number,
@@ -188,166 +177,6 @@ class LeRobotWriter:
                                         f'dataset {len(names)} ({", ".join(names)})')
         if sorted(episode.images) != sorted(self.views):
             raise DatasetShapeError(f'views {sorted(episode.images)}, the dataset {self.views}')
-
-
-class _Stats:
-    """Running min, max, mean, std and count of rows; quantiles from a bounded sample."""
-
-    SAMPLE = 20_000
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.total: Any = 0.0
-        self.squares: Any = 0.0
-        self.low: Any = None
-        self.high: Any = None
-        self.sample: list[np.ndarray] = []
-        self._sampled = 0
-
-    def add(self, rows: np.ndarray) -> None:
-        rows = np.asarray(rows, dtype=np.float64)
-        if not len(rows):
-            return
-        self.count += len(rows)
-        self.total = self.total + rows.sum(axis=0)
-        self.squares = self.squares + (rows ** 2).sum(axis=0)
-        low, high = rows.min(axis=0), rows.max(axis=0)
-        self.low = low if self.low is None else np.minimum(self.low, low)
-        self.high = high if self.high is None else np.maximum(self.high, high)
-        if self._sampled < self.SAMPLE:
-            taken = rows[: self.SAMPLE - self._sampled]
-            self.sample.append(taken)
-            self._sampled += len(taken)
-
-    def result(self) -> dict[str, Any]:
-        mean = self.total / max(self.count, 1)
-        std = np.sqrt(np.maximum(self.squares / max(self.count, 1) - mean ** 2, 0.0))
-        result = {'min': self.low, 'max': self.high, 'mean': mean, 'std': std,
-                  'count': np.array([self.count])}
-        sample = np.concatenate(self.sample) if self.sample else np.zeros((1, 1))
-        for q in QUANTILES:
-            result[f'q{int(round(q * 100)):02d}'] = np.quantile(sample, q, axis=0)
-        return result
-
-
-class _ParquetFiles:
-    """data/ parquet files: tables appended (a row group each) until one passes its size."""
-
-    def __init__(self, root: Path, pattern: str, max_mb: float) -> None:
-        self.root, self.pattern, self.max_bytes = root, pattern, max_mb * 1024 * 1024
-        self.chunk, self.number = 0, -1
-        self._writer: Any = None
-        self._path: Path | None = None
-
-    def add(self, table: Any) -> tuple[int, int]:
-        import pyarrow.parquet as pq
-
-        if self._writer is not None and self._path is not None and \
-                self._path.stat().st_size >= self.max_bytes:
-            self.close()
-        if self._writer is None:
-            self.chunk, self.number = _next_file(self.chunk, self.number)
-            self._path = self.root / self.pattern.format(chunk_index=self.chunk,
-                                                         file_index=self.number)
-            self._path.parent.mkdir(parents=True, exist_ok=True)
-            self._writer = pq.ParquetWriter(self._path, table.schema, compression='snappy')
-        self._writer.write_table(table)
-        return self.chunk, self.number
-
-    def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
-            self._writer = None
-
-
-class _VideoFiles:
-    """One camera's mp4 files: episodes' frames appended until a file passes its size."""
-
-    def __init__(self, root: Path, key: str, fps: int, max_mb: float) -> None:
-        self.root, self.key, self.fps = root, key, fps
-        self.max_bytes = max_mb * 1024 * 1024
-        self.chunk, self.number = 0, -1
-        self.shape: tuple[int, int] = (0, 0)
-        self._container: Any = None
-        self._stream: Any = None
-        self._path: Path | None = None
-        self._frames = 0
-        self._info: dict[str, Any] = {}
-
-    def add(self, jpegs: Sequence[bytes], stats: _Stats) -> tuple[int, int, int]:
-        """Append an episode's frames; return (chunk, file, its first frame's number)."""
-        if self._container is not None and self._path is not None and \
-                self._path.stat().st_size >= self.max_bytes:
-            self.close()
-        every = max(1, len(jpegs) // IMAGE_STAT_SAMPLES)
-        start = None
-        last: bytes | None = None
-        pixels: np.ndarray | None = None
-        for number, jpeg in enumerate(jpegs):
-            if jpeg is not last:  # a picture held over many ticks is decoded once
-                pixels, last = _decode(jpeg), jpeg
-            assert pixels is not None
-            if self._container is None:
-                self._open(pixels.shape[0], pixels.shape[1])
-            if pixels.shape[:2] != self.shape:
-                raise DatasetShapeError(f'{self.key}: a {pixels.shape[1]}x{pixels.shape[0]} '
-                                        f'picture in a {self.shape[1]}x{self.shape[0]} video')
-            if start is None:
-                start = self._frames
-            self._encode(pixels)
-            if number % every == 0:
-                stats.add(pixels[::4, ::4].reshape(-1, 3))
-        assert start is not None
-        return self.chunk, self.number, start
-
-    def info(self) -> dict[str, Any]:
-        return self._info
-
-    def close(self) -> None:
-        if self._container is None:
-            return
-        for packet in self._stream.encode(None):
-            self._container.mux(packet)
-        self._container.close()
-        self._container = self._stream = None
-
-    def _open(self, height: int, width: int) -> None:
-        import av
-
-        if height % 2 or width % 2:
-            raise DatasetShapeError(f'{self.key}: {width}x{height} pictures (yuv420p video '
-                                    'needs even sides)')
-        self.chunk, self.number = _next_file(self.chunk, self.number)
-        self._path = self.root / VIDEO_PATH.format(video_key=self.key, chunk_index=self.chunk,
-                                                   file_index=self.number)
-        self._path.parent.mkdir(parents=True, exist_ok=True)
-        self._container = av.open(str(self._path), mode='w')
-        stream = self._container.add_stream(CODEC, rate=self.fps, options=dict(CODEC_OPTIONS))
-        stream.width, stream.height, stream.pix_fmt = width, height, 'yuv420p'
-        self._stream, self.shape, self._frames = stream, (height, width), 0
-        self._info = {'video.height': height, 'video.width': width, 'video.codec': 'h264',
-                      'video.pix_fmt': 'yuv420p', 'video.is_depth_map': False,
-                      'video.fps': self.fps, 'video.channels': 3, 'has_audio': False}
-
-    def _encode(self, pixels: np.ndarray) -> None:
-        import av
-
-        frame = av.VideoFrame.from_ndarray(pixels, format='rgb24')
-        frame.pts = self._frames
-        for packet in self._stream.encode(frame):
-            self._container.mux(packet)
-        self._frames += 1
-
-
-def _decode(jpeg: bytes) -> np.ndarray:
-    from PIL import Image
-
-    with Image.open(io.BytesIO(jpeg)) as image:
-        return np.asarray(image.convert('RGB'))
-
-
-def _next_file(chunk: int, number: int) -> tuple[int, int]:
-    return (chunk + 1, 0) if number == CHUNKS_SIZE - 1 else (chunk, number + 1)
 
 
 def _frames_table(episode: EpisodeData, frame_index: np.ndarray, episode_index: int,
