@@ -48,7 +48,7 @@ CLIENT_CORE := sequence_ai_ros/__init__.py sequence_ai_ros/client
 NODE_CORE := sequence_ai_ros/node sequence_ai_ros/runtime sequence_ai_ros/contract \
 	sequence_ai_ros/record sequence_ai_ros/world
 
-.PHONY: all venv venv-jazzy test test-unit test-fast test-kilted test-jazzy test-sourced test-jammy lint demo bench \
+.PHONY: all venv venv-jazzy test test-unit test-fast test-kilted test-jazzy test-sourced test-jammy test-published lint demo bench \
 	reliability clean
 
 all: test
@@ -93,7 +93,7 @@ lint: venv
 	$(VENV)/bin/vermin --no-tips --violations --eval-annotations -t=3.10- sequence_ai_ros test bench scripts setup.py
 
 # pytest exits 5 when it collects nothing; that is not a failure of the code under test.
-test: lint test-kilted test-jazzy test-sourced test-jammy
+test: lint test-kilted test-jazzy test-sourced test-jammy test-published
 
 test-kilted: venv
 	@echo '== ROS 2 Kilted (rclpy 9.1): $(TESTS)'
@@ -126,6 +126,13 @@ test-sourced:
 # parts, against a gateway on the Kilted venv.
 test-jammy: venv
 	$(PYTHON) scripts/jammy_pins.py --venv $(VENV)/jammy --python $(PYTHON310) \
+		--gateway-python $(PY) -q -raR $(PYTEST_ARGS)
+
+# The published sequence-ai 0.51.5 client, unmodified, in a venv of its own
+# (test/published/requirements.txt), against the local gateway's direct protocol on the Kilted
+# venv.
+test-published: venv
+	$(PYTHON) scripts/published_client.py --venv $(VENV)/published --python $(PYTHON) \
 		--gateway-python $(PY) -q -raR $(PYTEST_ARGS)
 
 demo: venv

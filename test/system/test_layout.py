@@ -137,15 +137,33 @@ def test_every_executable_is_named_for_the_package():
         scripts
 
 
-TEST_FOLDERS = ('unit', 'realtime', 'ros', 'system')
+TEST_FOLDERS = ('unit', 'realtime', 'ros', 'system', 'published')
 NO_ROS_FOLDERS = ('unit', 'realtime')
+# The published client's folder runs in a venv of its own (scripts/published_client.py).
+PUBLISHED_PINS = ('sequence-ai==0.51.5', 'sequence-base==0.7.0')
 
 
-def test_every_test_file_is_in_one_of_the_four_folders():
+def test_every_test_file_is_in_one_of_the_five_folders():
     test = REPO / 'test'
     astray = sorted(p.relative_to(REPO).as_posix() for p in test.rglob('test_*.py')
                     if p.parent.name not in TEST_FOLDERS or p.parent.parent != test)
     assert not astray, f'test/{", ".join(TEST_FOLDERS)}, by what the file needs: {astray}'
+
+
+def test_the_published_folder_pins_the_published_client_and_imports_no_client_of_ours():
+    folder = REPO / 'test' / 'published'
+    pins = (folder / 'requirements.txt').read_text().splitlines()
+    assert set(PUBLISHED_PINS) <= set(pins)
+    assert all(re.fullmatch(r'[\w.-]+==[\w.]+', line) for line in pins
+               if line and not line.startswith('#')), 'every requirement pinned'
+    for path in sorted(folder.glob('*.py')):
+        imported = {node.module for node in ast.walk(ast.parse(path.read_text()))
+                    if isinstance(node, ast.ImportFrom) and not node.level
+                    and (node.module or '').startswith('sequence_ai_ros')}
+        # GatewayProcess only: the client under test is the published one.
+        assert imported <= {'sequence_ai_ros.gateway.process'}, f'{path.name}: {imported}'
+    makefile = (REPO / 'Makefile').read_text()
+    assert re.search(r'^test:.* test-published$', makefile, flags=re.MULTILINE)
 
 
 def test_the_wall_clock_files_are_system_tests():

@@ -88,8 +88,12 @@ class EpisodeBook:
     async def inputs_for(self, model: str, episode_id: str, seq: int) -> Any:
         """Wait for what an act of `seq` reads: the newest observation before it."""
         if seq <= 0:
-            raise DirectError('invalid_request', 'act() with no observation before it: hand the '
-                              'robot-arm observation to observe() first, then act()')
+            # A client starts its episode anew on a new worker (a gateway restarted under it)
+            # and hands the new one none of the old one's observations.
+            raise DirectError('invalid_request', 'act() with no observation before it in this '
+                              'episode (one starts anew after a reconnect to a new worker, as '
+                              'after a gateway restart): hand the robot-arm observation to '
+                              'observe() first, then act()')
         deadline = time.monotonic() + self.frames_wait_s
         while True:
             episode = self._open.get(episode_id)
