@@ -16,12 +16,16 @@ observation reported.
 
 from bisect import bisect_right
 from dataclasses import dataclass, field
-import json
 from pathlib import Path
 from typing import Any
 
 from sequence_ai_ros.record.labels import Label, read_label
-from sequence_ai_ros.record.reader import EpisodeFileContents, RecordedMessage, stream_messages
+from sequence_ai_ros.record.reader import (
+    EpisodeFileContents,
+    json_fields,
+    RecordedMessage,
+    stream_messages,
+)
 from sequence_ai_ros.record.schemas import (
     ACTION,
     ANSWER,
@@ -224,7 +228,7 @@ def _state_names(found: _Gathered, metadata: dict[str, str]) -> list[str]:
     if found.state_names:
         return found.state_names
     width = len(found.states[0][1]) if found.states else 0
-    names = [str(n) for n in _json_text(metadata.get('parameters', '{}')).get('joint_names')
+    names = [str(n) for n in json_fields(metadata.get('parameters', '{}')).get('joint_names')
              or ()]
     arm = names if len(names) in (width, width - 1) else \
         [f'joint_{i + 1}' for i in range(width - 1)]
@@ -237,7 +241,7 @@ def _gripper_value(msg: Any) -> float | None:
         return float(points[0].positions[0]) if points and points[0].positions else None
     data = getattr(msg, 'data', None)
     if isinstance(data, str):
-        value = _json_text(data).get('position')
+        value = json_fields(data).get('position')
         return float(value) if isinstance(value, (int, float)) else None
     return float(data[0]) if data is not None and len(data) else None
 
@@ -262,12 +266,4 @@ def _median_gap(times: list[float]) -> float:
 
 
 def _json(msg: Any) -> dict[str, Any]:
-    return _json_text(msg.data)
-
-
-def _json_text(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
+    return json_fields(msg.data)

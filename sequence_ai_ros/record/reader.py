@@ -7,6 +7,7 @@ linearly up to the last whole record (`truncated` says so), which is what a flus
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+import json
 from pathlib import Path
 from typing import Any
 
@@ -91,3 +92,12 @@ def stream_messages(contents: EpisodeFileContents) -> Iterator[RecordedMessage]:
                     continue
                 yield RecordedMessage(channel.topic, schema.name, record.log_time * 1e-9,
                                       decode(record.data))
+
+
+def json_fields(text: str) -> dict[str, Any]:
+    """Return the object a JSON String message holds ({} for anything else)."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}

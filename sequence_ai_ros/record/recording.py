@@ -7,7 +7,6 @@ carry the actions act() was given and the joints each observation reported.
 """
 
 from dataclasses import dataclass, field
-import json
 from pathlib import Path
 import re
 from typing import Any
@@ -15,7 +14,7 @@ from typing import Any
 from sequence_ai_ros.contract.action_spaces import is_absolute_space
 
 from .labels import read_label
-from .reader import EpisodeFileContents, read_episode, RecordedMessage
+from .reader import EpisodeFileContents, json_fields, read_episode, RecordedMessage
 from .schemas import (
     ACTION,
     ANSWER,
@@ -57,7 +56,7 @@ class RecordedEpisode:
         joins = self.contents.on(JOIN)
         if joins:
             return str(_json(joins[0]).get('mode', 'append'))
-        playback = _json_text(self.contents.metadata.get('playback', '{}'))
+        playback = json_fields(self.contents.metadata.get('playback', '{}'))
         # 'join': the field's name in files recorded before PlaybackOptions named it join_mode.
         return str(self.parameters.get('join_mode') or playback.get('join_mode')
                    or playback.get('join') or 'append')
@@ -98,7 +97,7 @@ class RecordedEpisode:
 def load_episode(path: Path, label: str = '') -> RecordedEpisode:
     """Read an episode file into a RecordedEpisode."""
     contents = read_episode(path)
-    parameters = _json_text(contents.metadata.get('parameters', '{}'))
+    parameters = json_fields(contents.metadata.get('parameters', '{}'))
     names = [str(n) for n in parameters.get('joint_names') or ()]
     data = Recording()
     data.arm_joints = len(names) or ARM_JOINTS
@@ -115,7 +114,7 @@ def load_episode(path: Path, label: str = '') -> RecordedEpisode:
     space = episode.action_space
     if contents.on(ACTION) and space and not is_absolute_space(space):
         data.command_units = f'the actions act() was given ({space}), not positions'
-    episode.prefetch = bool(_json_text(contents.metadata.get('playback', '{}')).get(
+    episode.prefetch = bool(json_fields(contents.metadata.get('playback', '{}')).get(
         'prefetch', parameters.get('prefetch', True)))
     return episode
 
@@ -150,12 +149,4 @@ def _add(data: Recording, message: RecordedMessage, names: list[str]) -> None:
 
 
 def _json(message: RecordedMessage) -> dict[str, Any]:
-    return _json_text(message.message.data)
-
-
-def _json_text(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
+    return json_fields(message.message.data)
