@@ -6,7 +6,8 @@ the direct protocol's `policy_error`.
 """
 
 from direct_robot import error_of, Robot
-from fixtures_gateway import MAIN_KEY, preset_observation, TEST_DIR, TEST_KEYS, TIME_SCALE
+from fixtures_gateway import AUTH, MAIN_KEY, preset_observation, TEST_DIR, TEST_KEYS, TIME_SCALE
+import httpx
 import numpy as np
 from openpi_process import OpenpiServerProcess
 from openpi_server import HZ, reach_chunk
@@ -61,3 +62,27 @@ def test_an_openpi_server_serves_the_direct_front():
         finally:
             robot.release()
             robot.close()
+
+
+def test_the_same_observation_and_seed_give_the_same_chunk_on_both_fronts():
+    with GatewayProcess(['--time-scale', str(TIME_SCALE), '--start-warm', '--protocol', 'both'],
+                        keys=TEST_KEYS) as gateway:
+        inputs = preset_observation(q=START)
+        v1 = httpx.post(gateway.base_url + '/v1/act', headers=AUTH, timeout=30, json={
+            'model': 'accounts/sequences/models/cosmos3-edge-policy-droid', 'seed': 11,
+            'observation': {**inputs, 'proprioception': {'joint_positions': list(START),
+                                                         'gripper': 0.0}}})
+        robot = Robot(gateway, 'cosmos3-edge-policy-droid')
+        try:
+            robot.connect()
+            robot.observe('ep', inputs)
+            direct = robot.act('ep', seed=11).json()['outputs']
+        finally:
+            robot.release()
+            robot.close()
+        assert v1.json()['action_chunk'] == direct
+        stats = gateway.stats()
+        assert stats['acts']['accounts/sequences/models/cosmos3-edge-policy-droid'] == \
+            {'200': 1}
+        assert stats['direct']['worker']['acts'] == \
+            {'accounts/sequences/models/cosmos3-edge-policy-droid': {'200': 1}}
