@@ -36,7 +36,7 @@ TARGET_EVERY_S = 3.0
 WARMUP_MOVES = 1  # after the first, half-length one
 PULSE_GAP_S = 1.2
 MOVING_RAD_S = 0.05  # joint-space speed the arm must have before a stop
-JOINT_STATE_HZ = 200.0
+JOINT_STATE_HZ = 1000.0
 CONTROLLERS_FILE = 'ros2_control/panda_controllers.yaml'
 DISTRO = 'kilted'  # its controller_manager clamps commands to the joints' limits, as the real one
 # forward_position's variants: the node's lines (the default) and each step at once.

@@ -64,15 +64,22 @@ class ForwardPositionOutput:
         self.published = 0
         self._timer = node.create_timer(1.0 / rate_hz, self._on_timer)
         self._timer.cancel()
+        self._running = False
 
     def step(self, target: Sequence[float], period_s: float) -> None:
-        """Go from where the output is (the measured positions at first) to `target`."""
-        start = self.last if self.last is not None else self._measured()
+        """Go from where the line is now (the measured positions at first) to `target`."""
+        now = self._clock()
+        if self._segment is not None:
+            start: Sequence[float] | None = self._segment.at(now)[0]
+        else:
+            start = self.last if self.last is not None else self._measured()
         if start is None or len(start) != len(target):
             self._publish(list(target))  # nothing to start from: the step as it is
             return
-        self._segment = Segment(start, target, self._clock(), period_s)
-        self._timer.reset()
+        self._segment = Segment(start, target, now, period_s)
+        if not self._running:
+            self._running = True
+            self._timer.reset()
 
     def hold(self, positions: Sequence[float]) -> None:
         """Stop the line and publish `positions` now."""
@@ -98,15 +105,15 @@ class ForwardPositionOutput:
     def _on_timer(self) -> None:
         segment = self._segment
         if segment is None:
-            self._timer.cancel()
-            return
+            return  # at the last step, ticking on: the next line keeps the timer's phase
         value, ended = segment.at(self._clock())
         self._publish(value)
         if ended:
-            self._stop()
+            self._segment = None
 
     def _stop(self) -> None:
         self._segment = None
+        self._running = False
         if self._timer is not None:
             self._timer.cancel()
 

@@ -60,11 +60,18 @@ class HardwareLoop:
         self.limiter = limiter
         self._on_clamp = on_clamp
         self._indices = claims(self.controllers, self.joint_names)
+        # (time, positions) after each controller_manager update of the last step, as a
+        # joint_state_broadcaster at the update rate would publish them; one row without a
+        # limiter (the physics step is then the only update).
+        self.samples: list[tuple[float, np.ndarray]] = []
 
     def step(self, now: float, dt: float) -> None:
         """Update every controller at `now`, then move the arm for `dt` seconds."""
         arm = self.arm
         desired = arm.position.copy()
+        count, period = self.limiter.updates(dt) if self.limiter is not None and dt > 0.0 \
+            else (1, dt)
+        trace = np.tile(arm.position, (count, 1))
         for controller, idx in zip(self.controllers, self._indices):
             command = controller.update(now, arm.position[idx].copy(), arm.velocity[idx].copy())
             if command is not None:
@@ -77,11 +84,15 @@ class HardwareLoop:
             velocity = controller.command_interface == VELOCITY
             if self.limiter is not None and dt > 0.0:
                 desired[idx] = self._limited(controller, idx, command, velocity, now, dt)
+                if self.limiter.trace.shape == (count, idx.size):
+                    trace[:, idx] = self.limiter.trace
             elif velocity:
                 desired[idx] = arm.position[idx] + command * dt
             else:
                 desired[idx] = command
         arm.step(desired, dt)
+        trace[-1] = arm.position
+        self.samples = [(now - dt + (k + 1) * period, row) for k, row in enumerate(trace)]
 
     def hold(self) -> None:
         """Stop the arm and tell every controller that can to hold where it is."""

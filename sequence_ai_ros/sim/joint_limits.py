@@ -78,6 +78,8 @@ class JointLimiter:
         self._velocity = np.zeros(self.lower.shape)  # GenericSystem's velocity state
         self.clamped_steps = 0  # physics steps in which an update clamped a command
         self._period = update_period
+        # The positions after each update of the last call, one row per update.
+        self.trace = np.zeros((0, self.lower.size))
 
     def updates(self, dt: float) -> tuple[int, float]:
         """Return (updates in a physics step of `dt` s, the period of each): at least one."""
@@ -102,13 +104,15 @@ class JointLimiter:
         period = self._period
         reach = limits * period
         previous = np.where(np.isnan(self._previous[idx]), actual, self._previous[idx])
-        clamp = None
+        clamp, trace = None, []
         for wanted in commands:
             limited = np.clip(np.clip(wanted, previous - reach, previous + reach),
                               self.lower[idx], self.upper[idx])
             if clamp is None:
                 clamp = self._first_clamp(idx, 'position', actual, velocity, wanted, limited)
             previous = limited
+            trace.append(limited)
+        self.trace = np.array(trace)
         self._previous[idx] = previous
         self._last_command[idx] = commands[-1]
         return previous, clamp
@@ -146,7 +150,7 @@ class JointLimiter:
         """
         count, period = self.updates(dt)
         position, state = actual.astype(float), self._velocity[idx]
-        clamp = None
+        clamp, trace = None, []
         for _ in range(count):
             position = position + state * period
             low = np.maximum(-limits, (self.lower[idx] - position) / period)
@@ -155,6 +159,8 @@ class JointLimiter:
             if clamp is None:
                 clamp = self._first_clamp(idx, 'velocity', actual, state, command, limited)
             state = limited
+            trace.append(position)
+        self.trace = np.array(trace)
         self._velocity[idx] = state
         self._previous[idx] = np.nan
         return position, clamp

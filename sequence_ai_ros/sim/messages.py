@@ -39,6 +39,12 @@ def trajectory_from_msg(msg: JointTrajectory,
     return TrajectoryMsg(names, points, seconds(msg.header.stamp))
 
 
+def stamp_at(seconds: float) -> Time:
+    """Return a header stamp for `seconds` on the node clock."""
+    nanoseconds = round(seconds * 1e9)
+    return Time(sec=nanoseconds // 1_000_000_000, nanosec=nanoseconds % 1_000_000_000)
+
+
 def joint_state_msg(stamp: Time, names: Sequence[str], position: np.ndarray,
                     velocity: np.ndarray) -> JointState:
     """Build a JointState with names, positions and velocities (no efforts: the sim has none)."""

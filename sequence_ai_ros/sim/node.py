@@ -78,6 +78,8 @@ class SimArmNode(Node):
             raise ValueError(params.check_target(self._target))
         self._holds = 0
         self._last_tick = self._now()
+        self._every_update = settings.joint_states_every_update
+        self._last_sample = self._arm.position.copy()
         self.add_on_set_parameters_callback(self._on_set_parameters)
         if settings.random_target_seed >= 0:
             rng = np.random.default_rng(settings.random_target_seed)
@@ -87,7 +89,9 @@ class SimArmNode(Node):
         self._compressed = settings.image_transport == 'compressed'
         suffix, image_type = ('/compressed', CompressedImage) if self._compressed \
             else ('', Image)
-        self._joint_pub = self.create_publisher(JointState, 'joint_states', 10)
+        # Every update's state comes in a burst per physics step: room for several steps.
+        self._joint_pub = self.create_publisher(JointState, 'joint_states',
+                                                100 if self._every_update else 10)
         self._camera_pubs = {
             name: self.create_publisher(image_type, f'camera/{name}/image_raw{suffix}',
                                         qos_profile_sensor_data)
@@ -132,8 +136,17 @@ class SimArmNode(Node):
         dt = min(max(now - self._last_tick, 0.0), MAX_STEP_S)
         self._last_tick = now
         self._hardware.step(now, dt)
-        self._joint_pub.publish(messages.joint_state_msg(
-            stamp.to_msg(), JOINT_NAMES, self._arm.position, self._arm.velocity))
+        if not self._every_update or len(self._hardware.samples) < 2:
+            self._joint_pub.publish(messages.joint_state_msg(
+                stamp.to_msg(), JOINT_NAMES, self._arm.position, self._arm.velocity))
+            self._last_sample = self._arm.position.copy()
+            return
+        period = dt / len(self._hardware.samples)
+        for at, position in self._hardware.samples:
+            velocity = (position - self._last_sample) / period
+            self._last_sample = position
+            self._joint_pub.publish(messages.joint_state_msg(
+                messages.stamp_at(at), JOINT_NAMES, position, velocity))
 
     def _on_hold(self, request: Trigger.Request, response: Trigger.Response
                  ) -> Trigger.Response:

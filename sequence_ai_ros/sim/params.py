@@ -18,6 +18,7 @@ class SimSettings:
 
     initial_positions: tuple[float, ...]
     joint_state_rate_hz: float
+    joint_states_every_update: bool
     camera_rate_hz: float
     image_width: int
     image_height: int
@@ -51,6 +52,11 @@ def declare(node: Node) -> SimSettings:
         joint_state_rate_hz=param(
             'joint_state_rate_hz', 100.0, 'joint_states rate; also the physics step rate',
             floating_point_range=_floats(1.0, 1000.0)),
+        joint_states_every_update=param(
+            'joint_states_every_update', False,
+            'true: a joint state for every controller_manager update (its update_rate, as a '
+            'joint_state_broadcaster at that rate publishes them; Kilted only), each physics '
+            'step publishing the updates it ran, stamped at their times'),
         camera_rate_hz=param(
             'camera_rate_hz', 15.0, 'rate of both camera topics',
             floating_point_range=_floats(0.1, 120.0)),

@@ -17,13 +17,14 @@ class Clock:
 class Timer:
 
     def __init__(self, callback):
-        self.callback, self.running = callback, True
+        self.callback, self.running, self.resets = callback, True, 0
 
     def cancel(self):
         self.running = False
 
     def reset(self):
         self.running = True
+        self.resets += 1
 
 
 class Node:
@@ -41,15 +42,17 @@ class Node:
 
 class Publisher:
 
-    def __init__(self):
-        self.sent = []
+    def __init__(self, clock):
+        self.sent, self.times, self.clock = [], [], clock
 
     def publish(self, msg):
         self.sent.append(list(msg.data))
+        self.times.append(self.clock())
 
 
 def output(measured=(0.0, 0.0)):
-    node, publisher, clock = Node(), Publisher(), Clock()
+    node, clock = Node(), Clock()
+    publisher = Publisher(clock)
     lines = ForwardPositionOutput(node, publisher.publish, 500.0, lambda: list(measured), clock)
     return lines, node, publisher, clock
 
@@ -82,7 +85,23 @@ def test_every_value_lies_between_the_checked_steps_and_the_step_is_reached():
         assert values[-1].tolist() == pytest.approx(list(target))
         assert np.abs(np.diff(values, axis=0)).max() < 0.002  # ~33 values per step
         previous = np.array(target)
-    assert not node.timer.running, 'the timer runs on after the step was reached'
+    count = len(publisher.sent)
+    play(node, clock, clock.now + 0.1)
+    assert len(publisher.sent) == count, 'values published after the step was reached'
+
+
+def test_a_step_mid_line_goes_on_from_where_the_line_is_in_the_timers_phase():
+    # A line restarted from the last value published paused the arm up to a period at each
+    # step, and a timer reset at each step left a gap of up to two periods: a kink per step.
+    lines, node, publisher, clock = output(measured=(0.0,))
+    lines.step((0.015,), 0.1)  # 0.15 rad/s
+    play(node, clock, 0.05)
+    clock.now += 0.0015  # the next step arrives between two ticks, on at the same speed
+    lines.step((0.15 * (clock.now + 0.1),), 0.1)
+    play(node, clock, 0.14)
+    values = np.array(publisher.sent)[:, 0]
+    assert values == pytest.approx(0.15 * np.array(publisher.times), abs=1e-12)
+    assert node.timer.resets == 1
 
 
 def test_a_late_step_leaves_the_output_at_the_last_one():

@@ -123,3 +123,23 @@ def test_hold_makes_every_controller_hold_where_the_arm_is():
     np.testing.assert_allclose(arm.position, held, atol=0.02)  # within one cycle of motion
     assert not np.any(arm.velocity)
     assert 0.1 < arm.position[0] - arm_model.HOME[0] < 0.5
+
+
+def test_every_update_of_a_physics_step_is_sampled_at_its_time():
+    # joint_states_every_update: the joint states a joint_state_broadcaster at the
+    # controller_manager's rate publishes, each update's positions at its time.
+    from sequence_ai_ros.sim.joint_limits import JointLimiter
+    arm = SimArm(arm_model.HOME)
+    lower, upper = arm.position_limits
+    loop = HardwareLoop(arm, [Velocities(['panda_joint7'], 0.5)],
+                        limiter=JointLimiter(lower, upper, 0.001))
+    loop.step(1.0, 0.005)
+    times = [t for t, _ in loop.samples]
+    assert times == pytest.approx([0.996, 0.997, 0.998, 0.999, 1.0])
+    joint7 = np.array([q[6] for _, q in loop.samples]) - arm_model.HOME[6]
+    # GenericSystem integrates one update behind: the first moves by the old state (0).
+    assert joint7 == pytest.approx([0.0, 0.0005, 0.001, 0.0015, 0.002])
+    assert loop.samples[-1][1] == pytest.approx(arm.position)
+    unlimited = HardwareLoop(SimArm(arm_model.HOME), [Velocities(['panda_joint7'], 0.5)])
+    unlimited.step(1.0, 0.005)
+    assert [t for t, _ in unlimited.samples] == [1.0]

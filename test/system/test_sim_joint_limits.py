@@ -108,6 +108,7 @@ def step_against_sim(ros, distro, namespace):
     """Send one 20 mrad forward_position step to joint1; return (error lines, joint1 series)."""
     sim = SimProcess(namespace, 'arm_controller:=forward_position_controller',
                      f'controller_distro:={distro}', 'joint_state_rate_hz:=200.0',
+                     'joint_states_every_update:=true',  # Kilted: each update's, stamped
                      params_file=CONTROLLERS)
     node = ros.node
     errors, states = [], []
