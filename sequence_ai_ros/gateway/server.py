@@ -244,7 +244,9 @@ def _worker_listener(app: Any, config: GatewayConfig) -> Iterator[Any]:
     reachable = '127.0.0.1' if host in ('0.0.0.0', '') else host
     certificate = make_certificate(reachable)
     family = socket.AF_INET6 if ':' in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP named: asyncio sets TCP_NODELAY only on sockets that say it (else every
+    # answer waits out a delayed ACK, 40 ms).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, config.direct.worker_port))
