@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sequence_ai_ros.record.episode_data import is_hold
 from sequence_ai_ros.record.labels import Label, read_label
 from sequence_ai_ros.record.reader import (
     EpisodeFileContents,
@@ -37,7 +38,6 @@ from sequence_ai_ros.record.schemas import (
     OBSERVATION,
     OUTCOME,
 )
-from sequence_ai_ros.record.types import is_hold
 
 IMAGE_PREFIX = IMAGE_TOPIC.split('{')[0]
 # A picture older than this many of the usual intervals between pictures came late.

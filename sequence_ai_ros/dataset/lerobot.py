@@ -84,8 +84,8 @@ class LeRobotWriter:
             key = IMAGE_KEY.format(view=view)
             files = self._videos.get(view)
             if files is None:
-                files = self._videos[view] = VideoFiles(self.root, key, self.fps,
-                                                         self.video_file_mb)
+                files = VideoFiles(self.root, key, self.fps, self.video_file_mb)
+                self._videos[view] = files
             chunk, number, start = files.add(episode.images[view], self._image_stats[view])
             row.update({f'videos/{key}/chunk_index': chunk, f'videos/{key}/file_index': number,
                         f'videos/{key}/from_timestamp': start / self.fps,

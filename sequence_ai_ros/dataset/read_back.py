@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sequence_ai_ros.contract.action_spaces import is_absolute_space
-from sequence_ai_ros.record.types import ARM_JOINTS, Recording
+from sequence_ai_ros.record.episode_data import ARM_JOINTS, Recording
 
 from .lerobot import EPISODES_PATH
 

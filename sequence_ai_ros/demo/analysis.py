@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 
 # The types live in record/ (below the demo); here for the demo's and the benches' imports.
-from sequence_ai_ros.record.types import ARM_JOINTS, is_hold, Recording, Vector
+from sequence_ai_ros.record.episode_data import ARM_JOINTS, is_hold, Recording, Vector
 
 __all__ = ['ARM_JOINTS', 'Recording', 'Seam', 'Vector', 'actions', 'is_hold', 'period',
            'seams', 'underruns']

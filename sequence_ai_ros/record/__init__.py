@@ -10,7 +10,7 @@ metadata      parameters and package version, never a key
 episode       EpisodeRecorder: an episode's events into the writer
 run_recording Policy.run(record=...)
 reader        an episode file read back (also one cut short by a kill), or streamed
-types         what an episode holds once read (Recording): the report's, the demo's, the export's
+episode_data  what an episode holds once read (Recording): the report's, the demo's, the export's
 recording     an episode file as the report's picture reads it
 labels        an episode's label (success, notes): a sidecar beside its file
 

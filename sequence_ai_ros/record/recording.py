@@ -1,5 +1,5 @@
 """
-An episode file as the picture and the outcome table read it (types.Recording).
+An episode file as the picture and the outcome table read it (episode_data.Recording).
 
 The node's files and run(record=)'s differ in what stands for a command and a measurement:
 the node's carry the arm messages it published and /joint_states as received; plain Python's
@@ -13,6 +13,7 @@ from typing import Any
 
 from sequence_ai_ros.contract.action_spaces import is_absolute_space
 
+from .episode_data import ARM_JOINTS, Recording
 from .labels import read_label
 from .reader import EpisodeFileContents, json_fields, read_episode, RecordedMessage
 from .schemas import (
@@ -26,7 +27,6 @@ from .schemas import (
     OBSERVATION,
     OUTCOME,
 )
-from .types import ARM_JOINTS, Recording
 
 # size_cap.episode_path's names: 20261206T034208_609456Z_<label>.mcap
 _NAME = re.compile(r'^\d{8}T(\d\d)(\d\d)(\d\d)_\d+Z_(.+)$')
@@ -76,7 +76,6 @@ class RecordedEpisode:
         for message in self.contents.on(ANSWER):
             return str(_json(message).get('action_space', ''))
         return ''
-
 
     def describe(self) -> list[str]:
         """Return the lines the report prints about the episode before its table."""

@@ -61,6 +61,8 @@ def pose(step: int) -> list[float]:
 
 
 class _Clock:
+    """The recorder's clock, set by the test."""
+
     def __init__(self, start_ns: int) -> None:
         self.now = start_ns
 
