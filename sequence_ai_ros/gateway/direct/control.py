@@ -20,10 +20,10 @@ from starlette.routing import Route
 
 from ..catalogue import ModelProfile
 from ..config import KEEPALIVE_EVERY_S, SEAT_TTL_S
-from ..errors import ApiError, JsonReply, WarmingUp
-from .errors import DirectError, from_api_error, REQUEST_ID_HEADER, request_id_of, warming
+from ..errors import JsonReply, WarmingUp
+from .errors import answered, DirectError, REQUEST_ID_HEADER, request_id_of, warming
 from .state import DirectState
-from .wire import read_payload
+from .wire import read_object
 
 Handler = Callable[[Request], Awaitable[Response]]
 IO_NOTE = ('robot-arm preset: observe() the Observation {images: [{view, data, timestamp_ms}], '
@@ -56,22 +56,16 @@ class ControlPlane:
         ]
 
     def _guarded(self, handler: Callable[[Request, str | None], Awaitable[Response]]) -> Handler:
+        async def authenticated(request: Request) -> Response:
+            key = self.state.ledger.authenticate(request.headers.get('authorization'))
+            return await handler(request, key)
+
         async def guarded(request: Request) -> Response:
-            try:
-                key = self.state.ledger.authenticate(request.headers.get('authorization'))
-                return await handler(request, key)
-            except ApiError as error:
-                return from_api_error(error).response(request, error.headers)
-            except DirectError as error:
-                return error.response(request)
+            return await answered(request, authenticated(request))
         return guarded
 
     async def _body(self, request: Request) -> dict[str, Any]:
-        payload = await read_payload(request, self.state.max_body_bytes,
-                                     self.state.body_timeout_s)
-        if not isinstance(payload, dict):
-            raise DirectError('invalid_request', 'the body must be an object')
-        return payload
+        return await read_object(request, self.state.max_body_bytes, self.state.body_timeout_s)
 
     @staticmethod
     def _session(payload: dict[str, Any] | Any) -> str:

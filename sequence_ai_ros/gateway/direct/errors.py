@@ -7,6 +7,7 @@ v1 front would make (ApiError: a bad observation, a 402) keeps its message and t
 its status stands for; a cold model's WarmingUp becomes `warming` with the start's deadline.
 """
 
+from collections.abc import Awaitable
 import math
 import secrets
 from typing import Any
@@ -82,3 +83,13 @@ def warming(error: WarmingUp, cold_start_s: float) -> DirectError:
 def from_api_error(error: ApiError) -> DirectError:
     """Return the v1 front's refusal in the direct protocol's words (its status -> its code)."""
     return DirectError(code_for_status(error.status), error.detail)
+
+
+async def answered(request: Request, call: Awaitable[Response]) -> Response:
+    """Await a direct route's answer; its refusal (DirectError, or the v1 ApiError) as a body."""
+    try:
+        return await call
+    except ApiError as error:
+        return from_api_error(error).response(request, error.headers)
+    except DirectError as error:
+        return error.response(request)

@@ -84,6 +84,14 @@ async def read_payload(request: Request, limit: int, idle_timeout_s: float) -> A
         raise from_api_error(exc) from None
 
 
+async def read_object(request: Request, limit: int, idle_timeout_s: float) -> dict[str, Any]:
+    """Read the body (read_payload) and require an object; DirectError otherwise."""
+    payload = await read_payload(request, limit, idle_timeout_s)
+    if not isinstance(payload, dict):
+        raise DirectError('invalid_request', 'the body must be an object')
+    return payload
+
+
 def answer(request: Request, value: dict[str, Any], headers: dict[str, str]) -> Response:
     """Answer `value` as msgpack when the caller asked for it, else as JSON."""
     if wants_msgpack(request):

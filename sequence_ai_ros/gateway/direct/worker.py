@@ -25,11 +25,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from ..act import action_chunk
 from ..errors import ApiError, JsonReply, WarmingUp
 from ..stats import MODEL_SCOPE_KEY, Stats, StatsMiddleware
-from .errors import DirectError, from_api_error, REQUEST_ID_HEADER, request_id_of, warming
+from .errors import answered, DirectError, REQUEST_ID_HEADER, request_id_of, warming
 from .preset import preset_call
 from .seats import Session
 from .state import DirectState
-from .wire import answer, read_payload
+from .wire import answer, read_object
 
 FORMATS_HEADER = 'X-Seq-Act-Formats'
 # Only what this worker really does: msgpack bodies, numbered observations, acts that carry none.
@@ -82,15 +82,13 @@ class Worker:
 
     def _guarded(self, handler: Callable[[Request, Session], Awaitable[Response]]
                  ) -> Callable[[Request], Awaitable[Response]]:
+        async def authenticated(request: Request) -> Response:
+            session = self._session_of(request)
+            with self.state.seats.using(session):
+                return await handler(request, session)
+
         async def guarded(request: Request) -> Response:
-            try:
-                session = self._session_of(request)
-                with self.state.seats.using(session):
-                    return await handler(request, session)
-            except ApiError as error:
-                return from_api_error(error).response(request, error.headers)
-            except DirectError as error:
-                return error.response(request)
+            return await answered(request, authenticated(request))
         return guarded
 
     def _session_of(self, request: Request) -> Session:
@@ -109,11 +107,7 @@ class Worker:
         return session
 
     async def _payload(self, request: Request) -> dict[str, Any]:
-        payload = await read_payload(request, self.state.max_body_bytes,
-                                     self.state.body_timeout_s)
-        if not isinstance(payload, dict):
-            raise DirectError('invalid_request', 'the body must be an object')
-        return payload
+        return await read_object(request, self.state.max_body_bytes, self.state.body_timeout_s)
 
     async def ping(self, request: Request) -> Response:
         """GET /ping: alive, and (with ?act=<request id>) whether that act still runs."""
