@@ -330,3 +330,26 @@ def test_the_report_leaves_out_panels_without_data(node_dataset, recorded):
     assert panels_for([recording], None) == ['joints']  # no chunks recorded, no target
     recording.data.chunks.append((0.0, {'latency_s': 0.3}))
     assert panels_for([recording], (0.5, 0.2)) == ['joints', 'distance', 'latency']
+
+
+def test_the_node_labels_its_running_or_last_episode(recorded, tmp_path):
+    from sequence_ai_ros.record.node_recording import NodeRecording
+
+    recording = NodeRecording(True, str(tmp_path / 'episodes'), 100.0)
+    label, problem = recording.label(True, 'too early')
+    assert label is None and problem == 'no episode recorded yet'
+    episode = tmp_path / 'episodes' / 'last.mcap'
+    episode.parent.mkdir()
+    episode.write_bytes(Path(recorded['node_a'].path).read_bytes())
+    recording.last_path = episode  # what finish() leaves behind
+    label, problem = recording.label(False, f'slipped {KEY}')
+    assert problem == '' and label == labels.read_label(episode)
+    assert (label.success, label.notes) == (False, 'slipped seq_[redacted]')
+    result = export([episode], ExportOptions(out=tmp_path / 'ds'))
+    assert episodes_of(tmp_path / 'ds')[0]['notes'] == 'slipped seq_[redacted]'
+    assert result.episodes == [episode]
+    episode.unlink()
+    label, problem = recording.label(True)
+    assert label is None and 'cannot label' in problem and 'no episode recording' in problem
+    off = NodeRecording(False, str(tmp_path), 100.0)
+    assert off.label(True) == (None, 'off (parameter record is false)')
