@@ -61,6 +61,8 @@ NEWER_ONLY = {
     ('rclpy.event_handler', None): 'rclpy.event_handler (Iron; Humble has rclpy.qos_event)',
     ('rclpy.type_hash', None): 'type hashes (Iron)',
     ('rclpy.service_introspection', None): 'service introspection (Iron)',
+    ('rclpy.subscription', 'MessageInfo'): 'subscription callbacks given the message info '
+                                           '(Iron)',
 }
 
 _NODE = {'context', 'cli_args', 'namespace', 'use_global_arguments', 'enable_rosout',

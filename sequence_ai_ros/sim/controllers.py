@@ -48,7 +48,7 @@ def _forward_controller(interface: str) -> ControllerFactory:
         # Humble's controller_manager keeps a failing controller active; Jazzy's deactivates it.
         return ForwardCommandController(spec.joints, interface, spec.name,
                                         deactivate_on_error=spec.distro != 'humble',
-                                        **node_kwargs)
+                                        reception_times=True, **node_kwargs)
     return build
 
 
@@ -69,8 +69,11 @@ GRIPPER_CONTROLLERS: dict[str, ControllerFactory] = {
     # Needs control_msgs, and a SingleThreadedExecutor (see sim/gripper_action.py).
     'gripper_action_controller': _gripper_action_controller,
 }
-# Controllers that rclpy's EventsExecutor cannot serve (action servers, rclpy 9.1).
-NEEDS_SINGLE_THREADED = frozenset({'gripper_action_controller'})
+# Controllers that rclpy's EventsExecutor cannot serve (rclpy 9.1): action servers, and the
+# forward controllers' callbacks that take the message's info (its DDS reception time).
+NEEDS_SINGLE_THREADED = frozenset({'gripper_action_controller', 'forward_position_controller',
+                                   'forward_velocity_controller',
+                                   'gripper_forward_position_controller'})
 
 
 def controller_node_options(node: Node, argv: Sequence[str]) -> dict[str, Any]:

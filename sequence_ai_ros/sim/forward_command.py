@@ -47,6 +47,7 @@ something was written, so the hardware holds), which is what a robot's hardware 
 
 from collections.abc import Sequence
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -65,6 +66,13 @@ SIZE_MISMATCH = 'command size ({}) does not match number of interfaces ({})'
 # controller_manager's own line when it takes a failing controller down (Jazzy and later).
 DEACTIVATED = 'Deactivating following controllers as their update resulted in an error :\n\t- {}'
 THROTTLE_S = 1.0
+# A reception further back than this is another clock's, not a wait: the callback's time then.
+MAX_RECEPTION_WAIT_S = 1.0
+try:  # callbacks given the message's info (rclpy >= Iron, not on the EventsExecutor of 9.1)
+    from rclpy.subscription import MessageInfo  # noqa: F401
+    HAS_MESSAGE_INFO = True
+except ImportError:
+    HAS_MESSAGE_INFO = False
 DEFAULT_NAMES = {'position': 'forward_position_controller',
                  'velocity': 'forward_velocity_controller'}
 
@@ -165,8 +173,14 @@ class ForwardCommandController(SwitchedController, Node):
     """
 
     def __init__(self, joints: Sequence[str], interface: str, name: str | None = None,
-                 deactivate_on_error: bool = True, **kwargs: Any) -> None:
-        """Create the node and its subscription; ValueError if joints or interface are unusable."""
+                 deactivate_on_error: bool = True, reception_times: bool = False,
+                 **kwargs: Any) -> None:
+        """
+        Create the node and its subscription; ValueError if joints or interface are unusable.
+
+        `reception_times`: time each command by when DDS received it (a SingleThreadedExecutor
+        only, where rclpy has it), not by when this process's executor got round to it.
+        """
         reason = check_config(joints, interface)
         if reason:
             raise ValueError(reason)
@@ -186,7 +200,9 @@ class ForwardCommandController(SwitchedController, Node):
             raise
         self._lock = threading.Lock()
         self._arrived: list[tuple[float, np.ndarray]] = []
-        self.create_subscription(Float64MultiArray, '~/commands', self._on_command,
+        on_command = self._on_received if reception_times and HAS_MESSAGE_INFO \
+            else self._on_command
+        self.create_subscription(Float64MultiArray, '~/commands', on_command,
                                  qos_profile_system_default)
 
     @property
@@ -230,8 +246,14 @@ class ForwardCommandController(SwitchedController, Node):
             return []
         return [(t, v) for t, v in arrived if v.size == len(self._core.joints)]
 
-    def _on_command(self, msg: Float64MultiArray) -> None:
-        now = self.get_clock().now().nanoseconds * 1e-9
+    def _on_received(self, msg: Float64MultiArray, info: Any) -> None:
+        # The real controller_manager's subscription does not wait for the physics step or a
+        # camera frame of this process: a command is written in the update DDS received it in.
+        waited = time.time() - info['received_timestamp'] * 1e-9
+        self._on_command(msg, waited if 0.0 <= waited < MAX_RECEPTION_WAIT_S else 0.0)
+
+    def _on_command(self, msg: Float64MultiArray, waited: float = 0.0) -> None:
+        now = self.get_clock().now().nanoseconds * 1e-9 - waited
         with self._lock:
             warning = self._core.receive(msg.data)
             if not warning:

@@ -192,7 +192,8 @@ def main(args: list[str] | None = None) -> None:
         logger.fatal(f'cannot start: {err}')
         shutdown()
         sys.exit(2)
-    single = node.get_parameter('gripper_controller').value in controllers.NEEDS_SINGLE_THREADED
+    single = any(node.get_parameter(kind).value in controllers.NEEDS_SINGLE_THREADED
+                 for kind in ('arm_controller', 'gripper_controller'))
     executor = make_executor(node, 'single' if single else None)
     for controller in node.controllers:
         if isinstance(controller, Node):

@@ -9,6 +9,9 @@ commit.
 """
 
 import itertools
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -205,6 +208,53 @@ def test_a_velocity_command_over_dds_integrates(ros, controller):
     assert received(node, [0.5, -0.25])
     q = integrate(node, [0.0, 1.0], dt=0.01, steps=200)
     np.testing.assert_allclose(q, [1.0, 0.5])  # 2 s at the last velocity: nothing stops it
+
+
+# A peer in a process of its own: Fast DDS hands a sample to a reader in the same process
+# without stamping its reception.
+PEER = """
+import sys, time
+import rclpy
+from std_msgs.msg import Float64MultiArray
+rclpy.init()
+node = rclpy.create_node('reception_peer')
+pub = node.create_publisher(Float64MultiArray, sys.argv[1], 10)
+while pub.get_subscription_count() == 0:
+    time.sleep(0.01)
+print('ready', flush=True)
+sys.stdin.readline()
+sent = time.time()
+pub.publish(Float64MultiArray(data=[0.1, 0.2]))
+print(sent, flush=True)
+time.sleep(2.0)
+"""
+
+
+def test_a_command_is_timed_by_its_dds_reception_not_by_the_executor(ros, controller):
+    # The real controller_manager writes a command in the update it arrives in; the sim's
+    # executor may reach the callback milliseconds later (a physics step, a camera frame).
+    node = controller('position', reception_times=True)
+    peer = subprocess.Popen([sys.executable, '-c', PEER, f'/{node.get_name()}/commands'],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def send_then_keep_the_executor_busy():
+        timer.cancel()
+        peer.stdin.write('go\n')
+        peer.stdin.flush()
+        time.sleep(0.3)  # the subscription's callback runs after this
+
+    try:
+        assert peer.stdout.readline().strip() == 'ready'
+        timer = ros.node.create_timer(0.01, send_then_keep_the_executor_busy)
+        assert received(node, [0.1, 0.2])
+        sent = float(peer.stdout.readline())
+        ros.node.destroy_timer(timer)
+    finally:
+        peer.kill()
+        peer.wait()
+    (arrived, values), = node.arrivals() or [(None, None)]
+    assert values.tolist() == [0.1, 0.2]
+    assert sent <= arrived < sent + 0.1, arrived - sent
 
 
 def test_a_wrong_size_command_over_dds_is_ignored_with_upstreams_text(ros, controller):
