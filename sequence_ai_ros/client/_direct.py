@@ -42,6 +42,7 @@ EPISODE_END_TIMEOUT_S = 5.0
 # Worker answers that a new connect may mend: the secret rotated, the worker is going away,
 # or it could not be reached at all (never a request that may have run: that is not resent).
 _RECONNECT_REASONS = ('draining', 'unreachable')
+REQUEST_ID_HEADER = 'X-Seq-Request-Id'
 
 
 def busy_backoff(attempt: int, retry_after_s: float | None) -> float:
@@ -134,15 +135,18 @@ class DirectConnection:
         proprio = inputs.get('proprioception', {})
         if isinstance(proprio.get('gripper'), (int, float)):  # the preset's gripper is a list
             inputs['proprioception'] = dict(proprio, gripper=[float(proprio['gripper'])])
+        # One correlation id for the observe and the act, kept across their replays: what the
+        # worker's log and the error's request_id name.
+        rid = {REQUEST_ID_HEADER: f'r-{uuid.uuid4().hex[:8]}'}
         with self._observe_lock:  # numbers reach the worker in order, none skipped
             seq = self.episodes.number(episode, inputs)
             self._request(lambda worker: self._post_frames(
-                worker, episode, self.episodes.unsent(episode)))
+                worker, episode, self.episodes.unsent(episode), rid))
         payload: dict[str, Any] = {'model': self.deployment, 'episode_id': episode,
                                    'call': 'act', 'seq': seq + 1}
         if seed is not None:
             payload['seed'] = seed
-        body = self._request(lambda worker: self._act(worker, payload))
+        body = self._request(lambda worker: self._act(worker, payload, rid))
         route = self._route
         assert route is not None  # a request answered: connected
         return prediction_from_act(body, route, self.deployment, self.action_space, horizon)
@@ -169,11 +173,13 @@ class DirectConnection:
                 _log.debug('episode_end not answered: %s', exc)
         return episode
 
-    def _post_frames(self, worker: WorkerChannel, episode: str, first: int) -> dict[str, Any]:
+    def _post_frames(self, worker: WorkerChannel, episode: str, first: int,
+                     rid: dict[str, str]) -> dict[str, Any]:
         kept = self.episodes.frames_from(episode, first)
         frames = [{'seq': seq, 'inputs': inputs} for seq, inputs in kept]
         try:
-            answer = worker.post_packed('/observe', {'episode_id': episode, 'frames': frames})
+            answer = worker.post_packed('/observe', {'episode_id': episode, 'frames': frames},
+                                        headers=rid)
             through = answer.get('through')
             if isinstance(through, int) and not isinstance(through, bool):
                 self.episodes.acknowledged(episode, through)
@@ -184,17 +190,18 @@ class DirectConnection:
             earlier = exc.details.get('from')
             if exc.reason != 'frames_missing' or not isinstance(earlier, int) or earlier >= first:
                 raise
-            return self._post_frames(worker, episode, earlier)
+            return self._post_frames(worker, episode, earlier, rid)
 
-    def _act(self, worker: WorkerChannel, payload: dict[str, Any]) -> dict[str, Any]:
+    def _act(self, worker: WorkerChannel, payload: dict[str, Any],
+             rid: dict[str, str]) -> dict[str, Any]:
         try:
-            return worker.post('/act', payload)
+            return worker.post('/act', payload, headers=rid)
         except Conflict as exc:
             earlier = exc.details.get('from')
             if exc.reason != 'frames_missing' or not isinstance(earlier, int):
                 raise
-            self._post_frames(worker, payload['episode_id'], earlier)
-            return worker.post('/act', payload)
+            self._post_frames(worker, payload['episode_id'], earlier, rid)
+            return worker.post('/act', payload, headers=rid)
 
     def _request(self, call: Callable[[WorkerChannel], dict[str, Any]]) -> dict[str, Any]:
         """Run `call` on the worker, reconnecting and backing off as the module says."""

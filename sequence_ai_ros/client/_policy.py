@@ -117,6 +117,10 @@ class Policy:
         means v1.
         """
         self._assert_open()
+        return self._settle_protocol()
+
+    def _settle_protocol(self) -> str:
+        # No open check: a request started before close() is drained, not refused.
         with self._protocol_lock:
             if self._protocol != 'auto':
                 return self._protocol
@@ -178,7 +182,7 @@ class Policy:
         began = time.monotonic()
         generation = self._interrupt.generation
         try:
-            if self.resolve_protocol() == 'direct':
+            if self._settle_protocol() == 'direct':
                 assert self._direct is not None
                 prediction = self._direct.predict(observation, options)
             else:

@@ -41,13 +41,15 @@ class WorkerChannel(HttpChannel):
         return f'WorkerChannel({self.base_url!r}, secret=<hidden>)'
 
     def post_packed(self, path: str, payload: dict[str, Any], *,
-                    timeout_s: float | None = None) -> dict[str, Any]:
+                    timeout_s: float | None = None,
+                    headers: dict[str, str] | None = None) -> dict[str, Any]:
         """POST `payload` as msgpack (the observe stream's encoding); the answer is JSON."""
         try:
             content = pack(payload)
         except ValueError as exc:
             raise InvalidRequest(f'the observation cannot be sent: {exc}') from exc
-        return self.send('POST', path, content, MEDIA_TYPE, timeout_s=timeout_s)
+        return self.send('POST', path, content, MEDIA_TYPE, timeout_s=timeout_s,
+                         headers=headers)
 
     def cut(self) -> None:
         """Shut the connections now: a request in flight fails at once (interrupt())."""
