@@ -17,6 +17,7 @@ import threading
 import time
 from typing import Any
 import warnings
+import weakref
 
 from ._direct import DirectConnection
 from ._direct_wire import Readiness
@@ -75,6 +76,8 @@ class Policy:
         self._direct = direct
         self._protocol_lock = threading.Lock()
         self._interrupt = direct._interrupt if direct is not None else InterruptSignal()
+        if direct is not None:  # a Policy dropped unclosed still gives its seat back
+            weakref.finalize(self, direct.close)
         # The published client's keyword, under the node's name from here on.
         self._control_rate_hz = control_hz
         self._closed = False
@@ -451,7 +454,7 @@ class Policy:
         self._closed = True
         if self._stream is not None:
             self._stream.close(wait_for_inflight=True)
-        if self._direct is not None and self._protocol == 'direct':
+        if self._direct is not None:
             self._direct.close()
         self._transport.close()
 

@@ -96,7 +96,7 @@ class Seat:
         """Give the seat back (bounded, best effort) and stop the keepalives. Idempotent."""
         self._stop.set()
         with self._lock:
-            if self.released:
+            if self.released or self._thread is None:  # given back, or never held
                 return
             self.released = True
         try:

@@ -1,6 +1,7 @@
 """The client on the direct protocol against the local gateway as a real process."""
 
 import dataclasses
+import gc
 import threading
 import time
 
@@ -225,3 +226,12 @@ def test_connect_stays_on_v1_unless_asked(both):
         with pytest.raises(sai.InvalidRequest, match='direct protocol'):
             policy.ready()
         assert policy.wait_until_ready(5) == 0.0
+
+
+def test_a_policy_dropped_without_close_still_gives_its_seat_back(direct_only):
+    policy = connect(direct_only)
+    policy.predict(OBS)
+    session = policy.session[:8]
+    del policy
+    gc.collect()
+    assert session not in [s['session'] for s in seats(direct_only)['sessions']]
