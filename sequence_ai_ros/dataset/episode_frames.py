@@ -15,6 +15,7 @@ observation reported.
 """
 
 from bisect import bisect_right
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -186,11 +187,14 @@ def _frames(contents: EpisodeFileContents, found: _Gathered,
     image_times = {view: [t for t, _ in found.images[view]] for view in views}
     usual = {view: _median_gap(image_times[view]) for view in views}
     gripper_times = [t for t, _ in found.gripper]
+    to_model = _gripper_scale(metadata)
+    same_tick = 0.5 / control_hz  # the node sends the gripper's goal in the arm's tick
     frames, late, max_age = [], 0, 0.0
     for index in picks:
         t, action = found.commands[index]
         if found.gripper and not found.client_actions:
-            action = action + [found.gripper[max(0, bisect_right(gripper_times, t) - 1)][1]]
+            at = max(0, bisect_right(gripper_times, t + same_tick) - 1)
+            action = action + [to_model(found.gripper[at][1])]
         state_at = bisect_right(state_times, t) - 1
         state = found.states[max(0, state_at)][1] if found.states else []
         images, is_late = {}, state_at < 0 and bool(found.states)
@@ -236,14 +240,28 @@ def _state_names(found: _Gathered, metadata: dict[str, str]) -> list[str]:
 
 
 def _gripper_value(msg: Any) -> float | None:
+    """Return the joint position a gripper command asked for (a message, or a goal's JSON)."""
     points = getattr(msg, 'points', None)
     if points is not None:
         return float(points[0].positions[0]) if points and points[0].positions else None
     data = getattr(msg, 'data', None)
     if isinstance(data, str):
         value = json_fields(data).get('position')
+        if isinstance(value, list):  # ParallelGripperCommand: a JointState's positions
+            value = value[0] if value else None
         return float(value) if isinstance(value, (int, float)) else None
     return float(data[0]) if data is not None and len(data) else None
+
+
+def _gripper_scale(metadata: dict[str, str]) -> Callable[[float], float]:
+    """Return joint position -> the model's 0 (open) .. 1 (closed), as the node's GripperScale."""
+    parameters = json_fields(metadata.get('parameters', '{}'))
+    opened = parameters.get('gripper_open_position')
+    closed = parameters.get('gripper_closed_position')
+    if not isinstance(opened, (int, float)) or not isinstance(closed, (int, float)) \
+            or opened == closed:
+        return float  # no scale recorded: the joint's own units
+    return lambda position: (position - opened) / (closed - opened)
 
 
 def _stamp(found: _Gathered, msg: Any, logged: float) -> float:

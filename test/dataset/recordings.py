@@ -38,6 +38,8 @@ FINGERS = ['panda_finger_joint1']
 VIEWS = ('exterior_1', 'wrist')
 START_NS = 1_800_000_000_000_000_000
 NS = 1_000_000_000
+OPEN = 0.04  # the finger's open position; closed is 0 (the model's 0 and 1)
+CLOSE_AT = 20  # the node episodes close the gripper from this command on
 STATE_OFFSET_NS = 7_000_000  # joint states at 100 Hz, from 7 ms before the first tick
 
 
@@ -122,7 +124,8 @@ def node_episode(path: Path, *, commands: int = 30, rate_hz: float = 15.0,
     """
     clock = _Clock(start_ns)
     recorder = EpisodeRecorder.create(path, episode_metadata(
-        {'joint_names': ARM, 'model': 'pi05_droid'}, source='policy_node',
+        {'joint_names': ARM, 'model': 'pi05_droid', 'gripper_open_position': OPEN,
+         'gripper_closed_position': 0.0}, source='policy_node',
         model='accounts/x/models/pi05-droid'))
     recorder._clock = clock
     written = Written(str(path), rate_hz, instruction=instruction)
@@ -137,7 +140,7 @@ def node_episode(path: Path, *, commands: int = 30, rate_hz: float = 15.0,
         while state_ns <= clock.now:  # joint states up to now, stamped when measured
             q = pose((state_ns - start_ns) / period_ns)
             recorder.writer.put(JOINT_STATES, JOINT_STATE,
-                                cdr.joint_state(state_ns, ARM + FINGERS, q + [0.04]), state_ns)
+                                cdr.joint_state(state_ns, ARM + FINGERS, q + [OPEN]), state_ns)
             state_ns += NS // 100
         if step % per_request == 0 and not pending:
             pending.append((clock.now, pose(step)))
@@ -159,10 +162,13 @@ def node_episode(path: Path, *, commands: int = 30, rate_hz: float = 15.0,
             recorder.hold('underrun: no chunk in time', positions)
             written.holds += 1
         else:
-            recorder.json(GRIPPER_COMMAND, {'goal': 'control_msgs/action/GripperCommand',
-                                            'position': 0.04})
+            closing = step >= CLOSE_AT
+            if step in (0, CLOSE_AT):  # the node sends a goal when the target changes
+                recorder.json(GRIPPER_COMMAND, {
+                    'goal': 'control_msgs/action/ParallelGripperCommand_Goal',
+                    'name': FINGERS, 'position': [0.0 if closing else OPEN]})
             written.command_times.append(clock.now / NS)
-            written.actions.append(positions + [0.04])
+            written.actions.append(positions + [1.0 if closing else 0.0])  # the model's units
             step += 1
         tick += 1
     clock.now = min(end_ns, start_ns + tick * period_ns)
