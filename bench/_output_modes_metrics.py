@@ -36,6 +36,7 @@ from ._output_modes_record import Sent, Series
 
 GRID_S = 0.005
 P99_GRID_S = 0.01  # the grid the real controllers' p99 jerk was measured on
+MAX_STATE_GAP = 2.5  # x the median interval between joint states: a gap in the record
 SG_WINDOW = 11
 SG_ORDER = 3
 STALL_SHARE = 0.25
@@ -149,13 +150,21 @@ def jerk_rms(t: np.ndarray, q: np.ndarray, window: tuple[float, float]) -> float
 
 
 def jerk_p99(t: np.ndarray, q: np.ndarray, window: tuple[float, float]) -> float:
-    """Return the 99th percentile joint-space jerk (rad/s^3): third differences, 10 ms grid."""
+    """
+    Return the 99th percentile joint-space jerk (rad/s^3): third differences, 10 ms grid.
+
+    Only where the joint states cover the four grid points: a gap in the recorded states (a
+    reader that fell behind on a busy machine) would be a straight line drawn across it.
+    """
     grid = np.arange(max(window[0], t[0]), min(window[1], t[-1]), P99_GRID_S)
     if grid.size < 8:
         return math.nan
     points = np.stack([np.interp(grid, t, q[:, j]) for j in range(q.shape[1])], axis=1)
     jerks = np.linalg.norm(np.diff(points, n=3, axis=0), axis=1) / P99_GRID_S ** 3
-    return float(np.percentile(jerks, 99))
+    after = np.clip(np.searchsorted(t, grid), 1, t.size - 1)
+    covered = t[after] - t[after - 1] <= MAX_STATE_GAP * np.median(np.diff(t))
+    covered = covered[:-3] & covered[1:-2] & covered[2:-1] & covered[3:]
+    return float(np.percentile(jerks[covered], 99)) if covered.any() else math.nan
 
 
 @dataclass(frozen=True)

@@ -12,14 +12,25 @@ from sensor_msgs.msg import JointState
 import sequence_ai_ros as sai
 from sequence_ai_ros.client import read_credentials_file
 
+from .arm_output import FORWARD_POSITION
 from .commands import supported_action_space
-from .controller_check import ask_controller, check_controller
+from .controller_check import (
+    ask_controller,
+    ask_update_rate,
+    check_controller,
+    check_feed_rate,
+    manager_of,
+)
 from .inputs import InputCache
 from .outputs import CommandOutputs
 from .params import ConfigError, NodeConfig
 from .probe import wait_for_message
 
 __all__ = ['check_controllers', 'check_joint_names', 'check_model', 'connect']
+
+# A controller_manager that has not answered by then is not asked about its rate: a driver
+# without one must not slow configure by the whole configure_timeout_s.
+MANAGER_TIMEOUT_S = 1.0
 
 
 def connect(config: NodeConfig) -> sai.Policy:
@@ -121,3 +132,8 @@ def check_controllers(node: Node, config: NodeConfig, outputs: CommandOutputs) -
             node.get_logger().warning(warning)
         if report.problems:
             raise ConfigError('; '.join(report.problems))
+    if config.output_mode == FORWARD_POSITION:
+        manager = manager_of(node.resolve_topic_name(config.controller_name))
+        rate = ask_update_rate(node, manager, min(MANAGER_TIMEOUT_S, config.configure_timeout_s))
+        for warning in check_feed_rate(rate, config.forward_output_rate_hz, manager):
+            node.get_logger().warning(warning)

@@ -89,9 +89,10 @@ class SimArmNode(Node):
         self._compressed = settings.image_transport == 'compressed'
         suffix, image_type = ('/compressed', CompressedImage) if self._compressed \
             else ('', Image)
-        # Every update's state comes in a burst per physics step: room for several steps.
+        # A second of every update's states: a slow reader (a recorder on a busy machine) must
+        # not lose the samples a jerk is measured on.
         self._joint_pub = self.create_publisher(JointState, 'joint_states',
-                                                100 if self._every_update else 10)
+                                                1000 if self._every_update else 10)
         self._camera_pubs = {
             name: self.create_publisher(image_type, f'camera/{name}/image_raw{suffix}',
                                         qos_profile_sensor_data)

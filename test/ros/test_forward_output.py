@@ -1,7 +1,12 @@
-"""forward_position lines (node/forward_output.py), ROS-free: a fake node, timer and clock."""
+"""
+forward_position lines (node/forward_output.py), ROS-free: a fake node, timer and clock.
+
+And the warning configure gives when the controller_manager updates faster than they come.
+"""
 
 import numpy as np
 import pytest
+from sequence_ai_ros.node.controller_check import check_feed_rate, manager_of
 from sequence_ai_ros.node.forward_output import ForwardPositionOutput, Segment
 
 
@@ -128,3 +133,15 @@ def test_the_first_line_of_an_episode_starts_at_the_measured_positions():
     lines.step((0.51, 0.49), 1 / 15)
     play(node, clock, 0.004)
     assert publisher.sent[0] == pytest.approx([0.5, 0.5], abs=0.001)
+
+
+def test_configure_warns_when_the_controller_manager_updates_faster_than_the_lines_come():
+    manager = manager_of('/arm/forward_position_controller')
+    assert manager == '/arm/controller_manager'
+    (warning,) = check_feed_rate(1000.0, 500.0, manager)
+    assert '/arm/controller_manager updates at 1000 Hz' in warning
+    assert 'forward_output_rate_hz 500' in warning and 'trajectory_stream' in warning
+    assert 'each step at once' in check_feed_rate(100.0, 0.0, manager)[0]
+    assert check_feed_rate(500.0, 500.0, manager) == []
+    assert check_feed_rate(None, 500.0, manager) == []  # a manager that did not answer
+    assert manager_of('/forward_position_controller') == '/controller_manager'

@@ -51,6 +51,9 @@ def test_forward_position_steps_are_clamped_by_a_kilted_controller_manager(
     assert steps_past_the_limit(episode) > 0.5
     assert any('out of limits' in line for line in episode.manager_errors), \
         episode.sim_log[-3000:]
+    # configure asked the sim's controller_manager for its rate, and warned.
+    assert 'controller_manager updates at 1000 Hz and this node sends each step at once' in \
+        episode.node_log, episode.node_log[-3000:]
 
 
 def test_forward_position_lines_stay_within_the_speed_limit_and_the_checked_steps(
@@ -63,6 +66,7 @@ def test_forward_position_lines_stay_within_the_speed_limit_and_the_checked_step
     assert steps_past_the_limit(episode) < 0.05
     assert len(episode.manager_errors) <= episode.outcome['elapsed_s'] + 1
     assert len(episode.commands) > 10 * episode.outcome['actions'], 'no lines were drawn'
+    assert 'output_mode forward_position:' not in episode.node_log  # 1000 Hz lines, 1000 Hz
 
 
 def test_forward_velocity_completes_on_a_velocity_interface_and_stops(
