@@ -59,7 +59,7 @@ def create_app(config: GatewayConfig, backend: PolicyBackend | None = None) -> S
     if backend is None:
         backend = ThreadPoolBackend({p.id: factory(p) for p in catalogue.profiles}, name)
     policy_name = backend.name
-    ledger = KeyLedger(config.keys)
+    ledger = KeyLedger(config.keys, config.robot_keys)
     warmth = Warmth({p.id: p.cold_start_s for p in catalogue.profiles},
                     config.idle_cold_s * scale, config.start_warm)
     core = PolicyCore(catalogue, warmth,

@@ -60,6 +60,8 @@ class GatewayConfig:
     max_body_bytes: int = 8 * 1024 * 1024
     body_timeout_s: float = 30.0
     keys: Mapping[str, int] = field(default_factory=dict)
+    # Robot keys (seq_robot_...): the one deployment each may use on the direct protocol.
+    robot_keys: Mapping[str, str] = field(default_factory=dict)
     seed: int = 0
     policy: str | None = None
     catalogue: str | None = None

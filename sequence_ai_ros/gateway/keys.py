@@ -21,26 +21,46 @@ from .errors import ApiError
 _BEARER_HINT = "send 'Authorization: Bearer seq_...'"
 
 
+ROBOT_PREFIX = 'seq_robot_'
+
+
 def load_keys(keys_file: str | None = None,
               env: Mapping[str, str] | None = None) -> dict[str, int]:
     """
     Keys and credits from a file (`seq_xxx 100` per line, '#' comments) and the environment.
 
     The environment (`SEQUENCE_AI_ROS_GATEWAY_KEYS="seq_a=100,seq_b=5"`) wins over the file
-    for a key in both. Raises ValueError naming the line or entry, never the key.
+    for a key in both. A robot key (`seq_robot_...`) also names the one deployment it may use:
+    `seq_robot_arm1 100 pi05-droid`, `seq_robot_arm1=100@pi05-droid` (load_robot_keys). Raises
+    ValueError naming the line or entry, never the key.
     """
-    keys: dict[str, int] = {}
+    return {key: _credit(credit, where) for key, credit, _, where in _entries(keys_file, env)}
+
+
+def load_robot_keys(keys_file: str | None = None,
+                    env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Return each robot key's deployment, from the same file and environment as load_keys."""
+    return {key: scope for key, _, scope, _ in _entries(keys_file, env) if scope}
+
+
+def _entries(keys_file: str | None,
+             env: Mapping[str, str] | None) -> list[tuple[str, str, str | None, str]]:
+    """Return (key, credit text, deployment of a robot key, where) per entry, env last."""
+    entries = []
     if keys_file:
         text = Path(keys_file).read_text(encoding='utf-8')
         for number, line in enumerate(text.splitlines(), 1):
             line = line.split('#', 1)[0].strip()
             if line:
+                where = f'{keys_file}:{number}'
                 parts = line.split()
-                if len(parts) != 2:
-                    raise ValueError(f'{keys_file}:{number}: expected "<key> <credit>"')
-                keys[_check_key(parts[0], f'{keys_file}:{number}')] = _credit(
-                    parts[1], f'{keys_file}:{number}')
-        if not keys:
+                robot = parts[0].startswith(ROBOT_PREFIX)
+                if len(parts) != 2 + robot:
+                    raise ValueError(f'{where}: expected "<key> <credit>"' + (
+                        ' and, for a robot key, its deployment' if robot else ''))
+                entries.append((_check_key(parts[0], where), parts[1],
+                                parts[2] if robot else None, where))
+        if not entries:
             raise ValueError(f'{keys_file}: no keys (every line empty or a comment)')
     spec = (os.environ if env is None else env).get(KEYS_ENV, '')
     for number, item in enumerate(filter(None, (s.strip() for s in spec.split(','))), 1):
@@ -48,8 +68,13 @@ def load_keys(keys_file: str | None = None,
         key, sep, credit = item.partition('=')
         if not sep:
             raise ValueError(f'{where}: expected "<key>=<credit>"')
-        keys[_check_key(key.strip(), where)] = _credit(credit.strip(), where)
-    return keys
+        key = _check_key(key.strip(), where)
+        credit, _, scope = credit.partition('@')
+        if key.startswith(ROBOT_PREFIX) != bool(scope.strip()):
+            raise ValueError(f'{where}: a robot key (and only one) names its deployment: '
+                             '"seq_robot_...=<credit>@<deployment>"')
+        entries.append((key, credit.strip(), scope.strip() or None, where))
+    return entries
 
 
 def _check_key(key: str, where: str) -> str:
@@ -79,8 +104,10 @@ class Reservation:
 class KeyLedger:
     """Authenticates bearer tokens and keeps each key's remaining credit."""
 
-    def __init__(self, keys: Mapping[str, int]) -> None:
+    def __init__(self, keys: Mapping[str, int],
+                 robot_keys: Mapping[str, str] | None = None) -> None:
         self._keys = list(keys)
+        self._deployment_of = dict(robot_keys or {})
         self._digests = [hashlib.sha256(k.encode()).digest() for k in self._keys]
         self._credit = dict(keys)
         self._acts = dict.fromkeys(self._keys, 0)
@@ -114,6 +141,12 @@ class KeyLedger:
         if found is None:
             raise _unauthorized('invalid API key')
         return found
+
+    def check_deployment(self, key: str | None, deployment: str) -> None:
+        """Refuse (ApiError 403) a robot key used for a deployment other than its own."""
+        own = self._deployment_of.get(key) if key is not None else None
+        if own is not None and own != deployment:
+            raise ApiError(403, f'this robot key may use {own} only, not {deployment}')
 
     def reserve(self, key: str | None) -> Reservation:
         """Hold one unit of the key's credit, else ApiError(402)."""

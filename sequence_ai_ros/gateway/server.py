@@ -24,7 +24,7 @@ from sequence_ai_ros import stop_signals
 
 from .app import create_app
 from .config import DirectSettings, GatewayConfig, PROTOCOLS, SCENARIOS
-from .keys import KEYS_ENV, load_keys
+from .keys import KEYS_ENV, load_keys, load_robot_keys
 
 LOG = logging.getLogger('sequence_ai_ros.gateway')
 __all__ = ['build_parser', 'create_app', 'main']
@@ -63,7 +63,9 @@ def build_parser(prog: str = 'gateway') -> argparse.ArgumentParser:
         'scaled; default %(default)s)')
     add('--keys-file', default=None, metavar='PATH',
         help=f'API keys, "seq_xxx <credit>" per line; also ${KEYS_ENV}="seq_a=100,seq_b=5". '
-        'With neither, auth is disabled')
+        'A robot key names the one deployment it may use (direct protocol): "seq_robot_x '
+        '<credit> <deployment>", "seq_robot_x=<credit>@<deployment>". With neither, auth is '
+        'disabled')
     add('--seed', type=int, default=defaults.seed, help="seed of the server's random draws")
     add('--policy', default=None, metavar='MODULE:FACTORY',
         help='serve your own policy: factory(profile) -> object with act(observation, '
@@ -124,7 +126,8 @@ def config_from_args(args: argparse.Namespace) -> GatewayConfig:
         cold_start_s=args.cold_start_s, idle_cold_s=args.idle_cold_s,
         start_warm=args.start_warm, concurrency=args.concurrency,
         max_body_bytes=args.max_body_bytes, body_timeout_s=args.body_timeout_s,
-        keys=load_keys(args.keys_file), seed=args.seed, policy=args.policy,
+        keys=load_keys(args.keys_file), robot_keys=load_robot_keys(args.keys_file),
+        seed=args.seed, policy=args.policy,
         catalogue=args.catalogue, certfile=args.certfile, keyfile=args.keyfile,
         keep_alive_s=args.keep_alive_s, log_level=args.log_level,
         openpi=args.openpi, openpi_model=args.openpi_model, protocol=protocol,

@@ -8,7 +8,10 @@ from sequence_ai_ros.gateway.process import GatewayProcess
 TIME_SCALE = 0.02
 KEY = 'seq_published_direct_key_000001'
 TWO_CREDIT_KEY = 'seq_published_two_credits_0002'
+ROBOT_KEY = 'seq_robot_published_arm_0003'  # pi05-droid's only
 KEYS = {KEY: 10 ** 6, TWO_CREDIT_KEY: 2}
+# The gateway's keys, its robot key's deployment after its credit.
+KEYS_SPEC = ','.join([*(f'{k}={v}' for k, v in KEYS.items()), f'{ROBOT_KEY}=100@pi05-droid'])
 MODELS = ('pi05-droid', 'cosmos3-edge-policy-droid', 'lingbot-va-5b', 'lingbot-vla-v2-6b')
 SPACES = {'pi05-droid': 'joint_velocity', 'cosmos3-edge-policy-droid': 'joint_absolute',
           'lingbot-va-5b': 'joint_delta', 'lingbot-vla-v2-6b': 'joint_position'}
@@ -34,7 +37,8 @@ def observation(size: int = 224) -> dict:
 
 def start(*args: str, **kwargs: object) -> GatewayProcess:
     """Start a direct-protocol gateway (TIME_SCALE, KEYS) with more flags; the caller stops it."""
-    return GatewayProcess([*BASE_ARGS, *args], keys=KEYS, **kwargs).start()
+    return GatewayProcess([*BASE_ARGS, *args], env={'SEQUENCE_AI_ROS_GATEWAY_KEYS': KEYS_SPEC},
+                          **kwargs).start()
 
 
 def seats(gateway: GatewayProcess, model: str = 'pi05-droid') -> dict:

@@ -18,6 +18,7 @@ from .client_support import (
     KEY,
     MODELS,
     observation,
+    ROBOT_KEY,
     seats,
     SPACES,
     start,
@@ -109,7 +110,7 @@ def test_two_sessions_at_once_each_hold_a_seat_and_close_gives_it_back(connect, 
     assert (after['held'], after['released']) == (0, released + 2)
 
 
-def test_auth_not_found_and_invalid_request_reach_the_client_as_their_exceptions(connect):
+def test_auth_permission_not_found_invalid_request_and_credit_reach_the_client(connect):
     with pytest.raises(sequence_ai.AuthError):
         connect(api_key='seq_not_a_key_of_this_gateway').ready()
     with pytest.raises(sequence_ai.NotFound):
@@ -120,6 +121,11 @@ def test_auth_not_found_and_invalid_request_reach_the_client_as_their_exceptions
         policy.act()
     assert refused.value.details['sizes'] == {'exterior_1': '160x160', 'wrist': '160x160'}
     assert 'resize_image(frame, 224, 224' in refused.value.hint
+    robot = connect('pi05-droid', api_key=ROBOT_KEY)
+    robot.observe(observation())
+    assert len(robot.act()['steps']) == 15  # its own deployment
+    with pytest.raises(sequence_ai.PermissionDenied):
+        connect('lingbot-va-5b', api_key=ROBOT_KEY).ready()
     with pytest.raises(sequence_ai.OutOfCredit):
         poor = connect('lingbot-vla-v2-6b', api_key=TWO_CREDIT_KEY)
         for _ in range(3):

@@ -4,7 +4,8 @@ from fixtures_gateway import act_body, AUTH, MAIN_KEY, TEST_KEYS, TWO_CREDIT_KEY
 import httpx
 import pytest
 from sequence_ai_ros.contract.key_masking import mask_key
-from sequence_ai_ros.gateway.keys import KeyLedger, load_keys
+from sequence_ai_ros.gateway.errors import ApiError
+from sequence_ai_ros.gateway.keys import KeyLedger, load_keys, load_robot_keys
 
 
 @pytest.mark.parametrize('headers, fragment', [
@@ -73,8 +74,27 @@ def test_load_keys_from_file_and_environment(tmp_path):
     assert load_keys(None, {}) == {}
 
 
-@pytest.mark.parametrize('text', ['seq_ok 1 2\n', 'nokey 5\n', 'seq_ok many\n', 'seq_ok -1\n',
-                                  '# only a comment\n'])
+def test_a_robot_key_names_its_deployment_in_the_file_and_the_environment(tmp_path):
+    keys_file = tmp_path / 'keys'
+    keys_file.write_text('seq_robot_arm_1 100 pi05-droid\nseq_alpha_1 5\n')
+    env = {'SEQUENCE_AI_ROS_GATEWAY_KEYS': 'seq_robot_arm_2=3@lingbot-va-5b'}
+    assert load_keys(str(keys_file), env) == {'seq_robot_arm_1': 100, 'seq_alpha_1': 5,
+                                              'seq_robot_arm_2': 3}
+    assert load_robot_keys(str(keys_file), env) == {'seq_robot_arm_1': 'pi05-droid',
+                                                    'seq_robot_arm_2': 'lingbot-va-5b'}
+    for spec in ('seq_robot_arm_3=3', 'seq_alpha_2=3@pi05-droid'):
+        with pytest.raises(ValueError, match='entry 1'):
+            load_keys(None, {'SEQUENCE_AI_ROS_GATEWAY_KEYS': spec})
+    ledger = KeyLedger({'seq_robot_arm_1': 1}, {'seq_robot_arm_1': 'pi05-droid'})
+    ledger.check_deployment('seq_robot_arm_1', 'pi05-droid')
+    ledger.check_deployment(None, 'lingbot-va-5b')
+    with pytest.raises(ApiError) as refused:
+        ledger.check_deployment('seq_robot_arm_1', 'lingbot-va-5b')
+    assert refused.value.status == 403 and 'seq_robot' not in refused.value.detail
+
+
+@pytest.mark.parametrize('text', ['seq_ok 1 2\n', 'seq_robot_ok 1\n', 'nokey 5\n',
+                                  'seq_ok many\n', 'seq_ok -1\n', '# only a comment\n'])
 def test_bad_keys_file_names_the_line_not_the_key(tmp_path, text):
     keys_file = tmp_path / 'keys'
     keys_file.write_text(text)

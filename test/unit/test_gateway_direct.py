@@ -261,6 +261,24 @@ def test_a_cold_deployment_warms_and_a_full_one_queues():
             r.close()
 
 
+def test_a_robot_key_connects_to_its_own_deployment_only():
+    spec = f'{MAIN_KEY}=100,seq_robot_unit_arm_01=100@pi05-droid'
+    with GatewayProcess(DIRECT_ARGS, env={'SEQUENCE_AI_ROS_GATEWAY_KEYS': spec}) as gateway:
+        own = Robot(gateway, 'pi05-droid', key='seq_robot_unit_arm_01')
+        other = Robot(gateway, 'lingbot-va-5b', key='seq_robot_unit_arm_01')
+        try:
+            assert own.connect().status_code == 200
+            refused = error_of(other.connect(), 'forbidden')
+            assert 'pi05-droid' in refused['detail'] and 'seq_robot' not in refused['detail']
+            label = other.control.post('/v1/deployments/lingbot-va-5b/episodes/e/label',
+                                       json={'success': True})
+            error_of(label, 'forbidden')
+        finally:
+            own.release()
+            own.close()
+            other.close()
+
+
 def test_ray_serves_v1_only():
     done = subprocess.run([sys.executable, '-m', 'sequence_ai_ros.gateway', '--ray',
                            '--protocol', 'direct'], capture_output=True, text=True, timeout=60)

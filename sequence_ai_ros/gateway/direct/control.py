@@ -64,6 +64,12 @@ class ControlPlane:
             return await answered(request, authenticated(request))
         return guarded
 
+    def _deployment(self, name: Any, key: str | None) -> ModelProfile:
+        """Return the deployment named, if the key may use it (a robot key: its own only)."""
+        profile = self.state.deployment(name)
+        self.state.ledger.check_deployment(key, profile.name)
+        return profile
+
     async def _body(self, request: Request) -> dict[str, Any]:
         return await read_object(request, self.state.max_body_bytes, self.state.body_timeout_s)
 
@@ -93,7 +99,7 @@ class ControlPlane:
         state = self.state
         payload = await self._body(request)
         state.refuse_if_draining()
-        profile = state.deployment(payload.get('model'))
+        profile = self._deployment(payload.get('model'), key)
         session = self._session(payload)
         self._wake(profile)
         seating = state.seats.connect(profile.id, session, key)
@@ -121,7 +127,7 @@ class ControlPlane:
         """GET /v1/act/ready: ready, starting (a cold model is woken) or queued, for a session."""
         state = self.state
         state.refuse_if_draining()
-        profile = state.deployment(request.query_params.get('model'))
+        profile = self._deployment(request.query_params.get('model'), key)
         session = request.query_params.get('session') or None
         try:
             self._wake(profile)
@@ -143,7 +149,7 @@ class ControlPlane:
     async def keepalive(self, request: Request, key: str | None) -> Response:
         """POST /v1/act/keepalive: keep the session's seat; `held` false when it has none."""
         payload = await self._body(request)
-        profile = self.state.deployment(payload.get('model'))
+        profile = self._deployment(payload.get('model'), key)
         held = self.state.seats.keepalive(profile.id, self._session(payload))
         body: dict[str, Any] = {'held': held, **self._keepalive(), 'request_timeout_s': round(
             self.state.scaled(self.state.settings.request_timeout_s), 3)}
@@ -154,13 +160,13 @@ class ControlPlane:
     async def release(self, request: Request, key: str | None) -> Response:
         """POST /v1/act/release: free the session's seat (and its place in line)."""
         payload = await self._body(request)
-        profile = self.state.deployment(payload.get('model'))
+        profile = self._deployment(payload.get('model'), key)
         released = self.state.seats.release(profile.id, self._session(payload))
         return JsonReply({'released': released})
 
     async def label(self, request: Request, key: str | None) -> Response:
         """POST .../episodes/{episode}/label: keep {success, notes} for the episode."""
-        profile = self.state.deployment(request.path_params['name'])
+        profile = self._deployment(request.path_params['name'], key)
         payload = await self._body(request)
         success, notes = payload.get('success'), payload.get('notes', '')
         if not isinstance(success, bool):
