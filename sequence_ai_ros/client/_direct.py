@@ -219,7 +219,9 @@ class DirectConnection:
             except (AuthError, Unavailable) as exc:
                 self._interrupt.check(generation, 'the request')
                 now = time.monotonic()
-                if isinstance(exc, AuthError) or exc.reason in _RECONNECT_REASONS:
+                from_worker = worker is not None  # not the gateway refusing a connect
+                if from_worker and (isinstance(exc, AuthError)
+                                    or exc.reason in _RECONNECT_REASONS):
                     reconnects += 1
                     if reconnects > MAX_RECONNECTS or now > deadline:
                         raise
@@ -229,7 +231,7 @@ class DirectConnection:
                     self._interrupt.sleep(busy_backoff(reconnects, None), generation,
                                           'the reconnect')
                     continue
-                if exc.status != 429:
+                if isinstance(exc, AuthError) or exc.status != 429:
                     raise
                 busy += 1
                 pause = busy_backoff(busy, exc.retry_after_s)

@@ -132,7 +132,8 @@ class Policy:
                 self._direct.connect()
                 self._protocol = 'direct'
             except NotFound:
-                raise  # the direct protocol answered: the deployment is missing
+                self._protocol = 'direct'  # it answered, coded: the deployment is missing
+                raise
             except InvalidRequest as exc:
                 if exc.status != 404:
                     raise

@@ -235,3 +235,17 @@ def test_a_policy_dropped_without_close_still_gives_its_seat_back(direct_only):
     del policy
     gc.collect()
     assert session not in [s['session'] for s in seats(direct_only)['sessions']]
+
+
+def test_the_gateway_refusing_a_connect_is_raised_at_once_with_its_code(direct_only):
+    with sai.connect('pi05-droid', base_url=direct_only.base_url, protocol='direct',
+                     api_key='seq_not_a_key_of_this_gateway_0001') as policy:
+        with pytest.raises(sai.AuthError) as info:
+            policy.predict(OBS)
+        assert info.value.code == 'unauthenticated' and info.value.request_id
+        assert 'seq_not_a_key' not in str(info.value) + repr(info.value)
+        assert policy.direct.connects == 0
+    with connect(direct_only, model='no-such-deployment') as policy:
+        with pytest.raises(sai.NotFound) as info:
+            policy.predict(OBS)
+        assert info.value.code == 'not_found' and policy.protocol == 'direct'
