@@ -32,6 +32,9 @@ class ControllerSpec:
     joints: tuple[str, ...]
     distro: str
     update_period: float
+    # The controller_manager enforces limits update by update: a forward controller's
+    # commands are then timed by their DDS reception (the sim spins single-threaded).
+    timed_arrivals: bool = False
 
 
 # A factory builds the controller (a node, in the sim's context: node_kwargs carry it).
@@ -48,7 +51,7 @@ def _forward_controller(interface: str) -> ControllerFactory:
         # Humble's controller_manager keeps a failing controller active; Jazzy's deactivates it.
         return ForwardCommandController(spec.joints, interface, spec.name,
                                         deactivate_on_error=spec.distro != 'humble',
-                                        reception_times=True, **node_kwargs)
+                                        reception_times=spec.timed_arrivals, **node_kwargs)
     return build
 
 
@@ -69,11 +72,18 @@ GRIPPER_CONTROLLERS: dict[str, ControllerFactory] = {
     # Needs control_msgs, and a SingleThreadedExecutor (see sim/gripper_action.py).
     'gripper_action_controller': _gripper_action_controller,
 }
-# Controllers that rclpy's EventsExecutor cannot serve (rclpy 9.1): action servers, and the
-# forward controllers' callbacks that take the message's info (its DDS reception time).
-NEEDS_SINGLE_THREADED = frozenset({'gripper_action_controller', 'forward_position_controller',
-                                   'forward_velocity_controller',
-                                   'gripper_forward_position_controller'})
+# Controllers that rclpy's EventsExecutor cannot serve (action servers, rclpy 9.1).
+NEEDS_SINGLE_THREADED = frozenset({'gripper_action_controller'})
+# ... nor its forward controllers' callbacks given the message info (timed_arrivals).
+FORWARD_CONTROLLERS = frozenset({'forward_position_controller', 'forward_velocity_controller',
+                                 'gripper_forward_position_controller'})
+
+
+def needs_single_threaded(arm: str, gripper: str, timed_arrivals: bool) -> bool:
+    """Return whether the sim must spin these controllers on a SingleThreadedExecutor."""
+    chosen = {arm, gripper}
+    return bool(chosen & NEEDS_SINGLE_THREADED) or \
+        (timed_arrivals and bool(chosen & FORWARD_CONTROLLERS))
 
 
 def controller_node_options(node: Node, argv: Sequence[str]) -> dict[str, Any]:
@@ -105,7 +115,7 @@ def controller_node_options(node: Node, argv: Sequence[str]) -> dict[str, Any]:
 
 
 def build(arm: str, gripper: str, distro: str, update_period: float,
-          **node_kwargs: Any) -> list[SimController]:
+          timed_arrivals: bool = False, **node_kwargs: Any) -> list[SimController]:
     """Build the arm and gripper controllers; ValueError naming the choices if one is unknown."""
     if distro not in jtc_rules.DISTROS:
         raise ValueError(f'controller_distro must be one of {list(jtc_rules.DISTROS)}, '
@@ -116,6 +126,6 @@ def build(arm: str, gripper: str, distro: str, update_period: float,
                                           (GRIPPER_JOINT,))):
         if name not in registry:
             raise ValueError(f"{kind} '{name}' is not one of {sorted(registry)}")
-        spec = ControllerSpec(name, tuple(joints), distro, update_period)
+        spec = ControllerSpec(name, tuple(joints), distro, update_period, timed_arrivals)
         built.append(registry[name](spec, **node_kwargs))
     return built

@@ -63,10 +63,13 @@ class SimArmNode(Node):
                                         **options)
         self.controller_manager: ControllerManagerNode | None = manager
         self.controllers: list[SimController] = []
+        # Only a limiter reads when each forward command arrived (joint_limits.schedule).
+        self.timed_arrivals = manager.limiter is not None
         try:
             self.controllers = controllers.build(
                 settings.arm_controller, settings.gripper_controller,
-                settings.controller_distro, 1.0 / settings.joint_state_rate_hz, **options)
+                settings.controller_distro, 1.0 / settings.joint_state_rate_hz,
+                self.timed_arrivals, **options)
             self._hardware = HardwareLoop(self._arm, self.controllers,
                                           limiter=manager.limiter, on_clamp=manager.log_clamp)
         except ValueError:
@@ -193,8 +196,9 @@ def main(args: list[str] | None = None) -> None:
         logger.fatal(f'cannot start: {err}')
         shutdown()
         sys.exit(2)
-    single = any(node.get_parameter(kind).value in controllers.NEEDS_SINGLE_THREADED
-                 for kind in ('arm_controller', 'gripper_controller'))
+    single = controllers.needs_single_threaded(
+        node.get_parameter('arm_controller').value,
+        node.get_parameter('gripper_controller').value, node.timed_arrivals)
     executor = make_executor(node, 'single' if single else None)
     for controller in node.controllers:
         if isinstance(controller, Node):

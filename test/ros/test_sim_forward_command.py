@@ -332,3 +332,16 @@ def test_the_interface_cannot_be_overridden_by_a_parameter(ros, controller):
     node = controller(parameter_overrides=[Parameter('interface_name', value='position')])
     assert node.get_parameter('interface_name').value == 'velocity'
     assert node.command_interface == 'velocity'
+
+
+def test_the_sim_spins_single_threaded_only_where_a_forward_command_is_timed():
+    from sequence_ai_ros.sim.controllers import needs_single_threaded
+    # Kilted's limiter reads each command's arrival: rclpy 9.1's EventsExecutor gives none.
+    assert needs_single_threaded('forward_position_controller', 'gripper_trajectory_controller',
+                                 timed_arrivals=True)
+    assert not needs_single_threaded('forward_position_controller',
+                                     'gripper_trajectory_controller', timed_arrivals=False)
+    assert not needs_single_threaded('joint_trajectory_controller',
+                                     'gripper_trajectory_controller', timed_arrivals=True)
+    assert needs_single_threaded('joint_trajectory_controller', 'gripper_action_controller',
+                                 timed_arrivals=False)
