@@ -97,11 +97,14 @@ def _check_call(call: ast.Call, imported: dict, at: str) -> list[str]:
     return found
 
 
+def scan(check, paths):
+    """Return what `check(source, where)` finds in every file of `paths`."""
+    return [problem for path in paths
+            for problem in check(path.read_text(encoding='utf-8'), str(path.relative_to(REPO)))]
+
+
 def test_the_package_uses_only_humbles_api_or_a_fallback():
-    found = []
-    for path in sources():
-        found += problems(path.read_text(encoding='utf-8'), str(path.relative_to(REPO)))
-    assert found == []
+    assert scan(problems, sources()) == []
 
 
 def test_the_check_catches_each_newer_only_use():
@@ -167,10 +170,7 @@ def member_problems(source: str, where: str = '<source>') -> list[str]:
 
 
 def test_no_message_member_is_compared_in_a_type_humble_changes():
-    found = []
-    for path in every_source():
-        found += member_problems(path.read_text(encoding='utf-8'), str(path.relative_to(REPO)))
-    assert found == []
+    assert scan(member_problems, every_source()) == []
 
 
 def test_the_member_check_catches_what_failed_on_humble():
