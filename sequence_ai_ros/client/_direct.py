@@ -146,7 +146,18 @@ class DirectConnection:
                                    'call': 'act', 'seq': seq + 1}
         if seed is not None:
             payload['seed'] = seed
-        body = self._request(lambda worker: self._act(worker, payload, rid))
+        self.episodes.act_sent(episode, seq + 1)
+        try:
+            body = self._request(lambda worker: self._act(worker, payload, rid))
+        except InvalidRequest as exc:
+            if type(exc) is not InvalidRequest or not self.episodes.overtaken(episode, seq + 1):
+                raise
+            # With two requests in flight, the newer act reached the worker first and was
+            # served the older one's observation too: this answer would be stale anyway.
+            raise Unavailable(f'act {seq + 1} was overtaken by a newer act of its episode '
+                              f'({exc.message}); nothing of it is played',
+                              status=exc.status, request_id=exc.request_id,
+                              details={'reason': 'act_overtaken'}) from exc
         route = self._route
         assert route is not None  # a request answered: connected
         return prediction_from_act(body, route, self.deployment, self.action_space, horizon)

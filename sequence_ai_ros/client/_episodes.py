@@ -23,6 +23,7 @@ class EpisodeBook:
         self.last: str | None = None  # the episode label() names when given none
         self._numbers: dict[str, int] = {}
         self._unsent: dict[str, int] = {}  # the first number the worker has not acknowledged
+        self._newest_act: dict[str, int] = {}
         self._kept: dict[str, deque[tuple[int, dict[str, Any]]]] = {}
 
     def begin(self, episode_id: str | None = None) -> str:
@@ -50,6 +51,7 @@ class EpisodeBook:
                 self.current = None
             self._numbers.pop(episode, None)
             self._unsent.pop(episode, None)
+            self._newest_act.pop(episode, None)
             self._kept.pop(episode, None)
             return episode
 
@@ -60,6 +62,16 @@ class EpisodeBook:
             self._numbers[episode] = seq + 1
             self._kept.setdefault(episode, deque(maxlen=KEEP_FRAMES)).append((seq, inputs))
             return seq
+
+    def act_sent(self, episode: str, seq: int) -> None:
+        """Note that an act numbered `seq` of `episode` is on its way."""
+        with self._lock:
+            self._newest_act[episode] = max(self._newest_act.get(episode, 0), seq)
+
+    def overtaken(self, episode: str, seq: int) -> bool:
+        """Tell whether an act of `episode` numbered after `seq` has been sent since."""
+        with self._lock:
+            return self._newest_act.get(episode, 0) > seq
 
     def unsent(self, episode: str) -> int:
         """Return the first number of `episode` the worker has not acknowledged."""
