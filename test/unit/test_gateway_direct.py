@@ -8,6 +8,7 @@ expire or are released, the local stats, and every error's code-based body.
 """
 
 import hashlib
+import json
 import ssl
 import subprocess
 import sys
@@ -62,7 +63,10 @@ def test_connect_answers_what_the_client_reads(robot, direct_gateway):
                                json={'model': 'pi05-droid', 'session': robot.session}).json()
     assert again['direct_secret'] == answer['direct_secret']
     assert again['lease']['epoch'] == answer['lease']['epoch']
+    # The secret is the worker's bearer: never in the log or the local stats.
     assert answer['direct_secret'] not in direct_gateway.log()
+    assert answer['direct_secret'] not in json.dumps(direct_gateway.stats())
+    assert MAIN_KEY not in json.dumps(direct_gateway.stats())
 
 
 def test_connect_names_the_certificate_it_serves(robot):
