@@ -209,3 +209,14 @@ def test_msgpack_packs_an_observation_as_msgpack_reads_it():
     assert msgpack.unpackb(pack(value), raw=False) == value
     with pytest.raises(ValueError):
         pack({'x': float('nan')})
+
+
+def test_an_act_is_overtaken_only_by_a_newer_act_of_its_episode():
+    book = EpisodeBook()
+    episode = book.begin()
+    book.act_sent(episode, 1)
+    assert not book.overtaken(episode, 1)
+    book.act_sent(episode, 2)
+    assert book.overtaken(episode, 1) and not book.overtaken(episode, 2)
+    other = book.begin()
+    assert not book.overtaken(other, 1)
