@@ -283,7 +283,7 @@ def test_a_robot_key_connects_to_its_own_deployment_only():
             other.close()
 
 
-def test_ray_serves_v1_only():
+def test_the_direct_protocol_is_refused_on_ray():
     done = subprocess.run([sys.executable, '-m', 'sequence_ai_ros.gateway', '--ray',
                            '--protocol', 'direct'], capture_output=True, text=True, timeout=60)
     assert done.returncode == 2
