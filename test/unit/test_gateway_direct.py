@@ -136,6 +136,18 @@ def test_an_act_with_nothing_observed_or_a_skipped_number_is_refused(robot):
     assert robot.act('ep-gap', 3).status_code == 200
 
 
+def test_a_robot_never_reads_another_robots_episode(robot, direct_gateway):
+    robot.observe('ep-shared', preset_observation())
+    other = Robot(direct_gateway)
+    try:
+        other.connect()
+        error_of(other.act('ep-shared', 1), 'conflict', 'episode_lost')
+        assert robot.act('ep-shared', 1).status_code == 200
+    finally:
+        other.release()
+        other.close()
+
+
 def test_the_preset_is_checked_as_it_declares(robot):
     small = preset_observation(size=160)
     robot.observe('ep-small', small)

@@ -135,7 +135,8 @@ class Worker:
         if not all(_count(n) for n in skipped):
             raise DirectError('invalid_request', 'skipped: expected numbers >= 0')
         session.episodes.add(episode_id)
-        through = self.state.episodes.observe(session.model, episode_id, numbered, skipped)
+        through = self.state.episodes.observe(session.model, _own(session, episode_id),
+                                              numbered, skipped)
         return JsonReply({'through': through})
 
     async def act(self, request: Request, session: Session) -> Response:
@@ -167,7 +168,7 @@ class Worker:
                                                      'before this act')
             episode_id = _episode_id(payload)
             session.episodes.add(episode_id)
-            inputs = await state.episodes.inputs_for(profile.id, episode_id, seq)
+            inputs = await state.episodes.inputs_for(profile.id, _own(session, episode_id), seq)
         else:
             raise DirectError('invalid_request', 'call: expected "act" (or the act\'s inputs)')
         call = await run_in_threadpool(preset_call, inputs, profile, seed)
@@ -211,13 +212,18 @@ class Worker:
         """POST /act/episode_end: the episode is over; its observations are dropped."""
         payload = await self._payload(request)
         episode_id = _episode_id(payload)
-        ended = self.state.episodes.end(episode_id)
+        ended = self.state.episodes.end(_own(session, episode_id))
         session.episodes.discard(episode_id)
         return JsonReply({'ended': ended})
 
 
 def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _own(session: Session, episode_id: str) -> str:
+    """Return the key of a session's episode: one robot never reads another's observations."""
+    return f'{session.id}/{episode_id}'
 
 
 def _episode_id(payload: dict[str, Any]) -> str:
