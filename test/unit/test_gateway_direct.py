@@ -142,6 +142,9 @@ def test_a_robot_never_reads_another_robots_episode(robot, direct_gateway):
     try:
         other.connect()
         error_of(other.act('ep-shared', 1), 'conflict', 'episode_lost')
+        # That took the 2 s an act waits for observations: the seat's whole seat_ttl_s.
+        assert robot.connect().status_code == 200
+        robot.observe('ep-shared', preset_observation(), 0)
         assert robot.act('ep-shared', 1).status_code == 200
     finally:
         other.release()
