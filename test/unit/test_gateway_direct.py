@@ -28,6 +28,7 @@ import httpx
 import msgpack
 import numpy as np
 import pytest
+from sequence_ai_ros.contract.key_masking import mask_key
 from sequence_ai_ros.gateway.direct.wire import MSGPACK_TYPE, unpack
 from sequence_ai_ros.gateway.process import GatewayProcess
 
@@ -296,6 +297,30 @@ def test_a_robot_key_connects_to_its_own_deployment_only():
             own.release()
             own.close()
             other.close()
+
+
+def test_an_act_refused_while_its_model_warms_again_is_served_when_sent_again():
+    # Cold start 50 model s (1 s here); idle 20 model s (0.4 s) and the model is cold again.
+    args = ['--time-scale', str(TIME_SCALE), '--protocol', 'direct', '--cold-start-s', '50',
+            '--idle-cold-s', '20', '--seat-ttl-s', '1000']
+    with GatewayProcess(args, keys=TEST_KEYS) as gateway:
+        robot = Robot(gateway, key=TWO_CREDIT_KEY)
+        try:
+            time.sleep(error_of(robot.connect(), 'warming')['retry_after_s'])
+            assert robot.connect().status_code == 200
+            robot.observe('ep', preset_observation())
+            assert robot.act('ep').status_code == 200
+            time.sleep(0.6)
+            robot.observe('ep', preset_observation())
+            refused = error_of(robot.act('ep'), 'warming')
+            time.sleep(refused['retry_after_s'])
+            # The same act, the same number: it reads the observation it was refused with.
+            assert robot.act('ep').status_code == 200
+            credit = gateway.stats()['keys'][mask_key(TWO_CREDIT_KEY)]
+            assert credit == {'acts': 2, 'credit_left': 0}  # the refused act was not charged
+        finally:
+            robot.release()
+            robot.close()
 
 
 def test_the_direct_protocol_is_refused_on_ray():

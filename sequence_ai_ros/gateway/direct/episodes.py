@@ -69,7 +69,7 @@ class EpisodeBook:
             raise DirectError('invalid_request', 'this episode belongs to another deployment')
         kept = len(episode.frames)
         for number, inputs in frames:
-            if number <= episode.served or number in episode.frames:
+            if number < episode.served or number in episode.frames:
                 continue  # sent again: the first copy stands
             if kept >= MAX_KEPT:
                 raise DirectError('frames_over_limit', f'more than {MAX_KEPT} observations of '
@@ -78,7 +78,7 @@ class EpisodeBook:
             episode.frames[number] = inputs
             kept += 1
         for number in skipped:
-            if number > episode.served:
+            if number >= episode.served:
                 episode.frames.setdefault(number, None)
         self.counts['observations'] += len(frames)
         episode.landed.set()
@@ -114,15 +114,26 @@ class EpisodeBook:
         if episode.model != model:
             raise DirectError('invalid_request', 'this episode belongs to another deployment')
         inputs = episode.frames.get(seq - 1)
-        for number in [n for n in episode.frames if n <= seq - 1]:
-            del episode.frames[number]
-        episode.served = max(episode.served, seq - 1)
-        episode.acts += 1
-        self.counts['acts'] += 1
         if inputs is None:
             raise DirectError('invalid_request', f'observation {seq - 1}, the newest before this '
                               'act, was left out by the robot; observe() again, then act()')
         return inputs
+
+    def served(self, episode_id: str, seq: int) -> None:
+        """
+        Drop the observations before an answered act's own (that of `seq`).
+
+        Only then: an act refused on the way (a cold model, no credit) is sent again with the
+        same number and reads the same observation, which is kept until a later act is served.
+        """
+        episode = self._open.get(episode_id)
+        if episode is None:
+            return
+        for number in [n for n in episode.frames if n < seq - 1]:
+            del episode.frames[number]
+        episode.served = max(episode.served, seq - 1)
+        episode.acts += 1
+        self.counts['acts'] += 1
 
     def _why_not(self, episode: Episode | None, episode_id: str, seq: int) -> DirectError:
         if episode_id in self._ended:

@@ -160,7 +160,7 @@ class Worker:
                 raise DirectError('invalid_request', 'an act is a call (no inputs) or carries '
                                                      'its inputs, not both')
             inputs = payload['inputs']
-            state.episodes.counted_act()
+            numbered_act = None
         elif payload.get('call') == 'act':
             seq = payload.get('seq')
             if not isinstance(seq, int) or not _count(seq):
@@ -168,7 +168,8 @@ class Worker:
                                                      'before this act')
             episode_id = _episode_id(payload)
             session.episodes.add(episode_id)
-            inputs = await state.episodes.inputs_for(profile.id, _own(session, episode_id), seq)
+            numbered_act = (_own(session, episode_id), seq)
+            inputs = await state.episodes.inputs_for(profile.id, numbered_act[0], seq)
         else:
             raise DirectError('invalid_request', 'call: expected "act" (or the act\'s inputs)')
         call = await run_in_threadpool(preset_call, inputs, profile, seed)
@@ -194,6 +195,10 @@ class Worker:
         finally:
             state.running.pop(rid, None)
         session.acts += 1
+        if numbered_act is not None:
+            state.episodes.served(*numbered_act)
+        else:
+            state.episodes.counted_act()
         warnings = call.warnings + served.inference.warnings
         if unknown:
             warnings.append(f'fields not read by the local worker: {", ".join(unknown[:8])}')
