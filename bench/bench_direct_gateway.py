@@ -8,8 +8,9 @@ so what is timed is the wire and the gateway) serves both, with plain httpx clie
 same robot-arm observation (two 224x224 JPEG frames, 7 joints, a gripper):
 
   connect            v1: a new keep-alive connection's first answer (GET /v1/health); direct:
-                     POST /v1/act/connect, then the worker's TLS handshake and GET /ping (what
-                     the sequence-ai client's prewarm does), then release
+                     POST /v1/act/connect on a new connection, then the worker's TLS handshake
+                     and GET /ping (what the sequence-ai client's prewarm does); the clients
+                     are made before the clock starts
   first act, cold    from a cold model (--cold-start-s, 2 s here) to the first chunk, asking
                      every 50 ms; v1 on pi05-droid, direct on lingbot-va-5b (the same cold
                      start), each its own model so neither warms the other's
@@ -117,10 +118,10 @@ def connects(base_url: str, n: int) -> tuple[list[float], list[float]]:
     """Time `n` v1 connections' first answers and `n` direct connects (with the worker's)."""
     v1, direct = [], []
     for i in range(n):
-        began = time.perf_counter()
         with httpx.Client(base_url=base_url, timeout=30.0) as client:
+            began = time.perf_counter()  # the client made: a new connection's first answer
             client.get('/v1/health').raise_for_status()
-        v1.append(_ms(began))
+            v1.append(_ms(began))
         robot = DirectRobot(base_url, 'pi05-droid', f'bench-connect-{i:04d}')
         began = time.perf_counter()
         robot.connect().raise_for_status()
