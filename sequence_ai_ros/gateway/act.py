@@ -12,6 +12,7 @@ from typing import Any
 import uuid
 
 import numpy as np
+from sequence_ai_ros.contract.rtc import PREFIX_OPTION, REPORT_KEY
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -21,7 +22,6 @@ from .catalogue import ModelProfile
 from .core import PolicyCore
 from .errors import ApiError, JsonReply
 from .keys import KeyLedger
-from .prefix import PREFIX_OPTION, REPORT_KEY
 from .stats import MODEL_SCOPE_KEY
 from .validation import ActRequest, lookup_model, parse_json, validate_act
 
