@@ -163,7 +163,10 @@ def _main(argv: Sequence[str] | None, prog: str) -> int:
              scheme, config.host, config.port, 'keys' if config.keys else 'disabled',
              config.scenario, config.time_scale, config.policy or 'reference')
     if not stop_signals.requested():  # a signal during start-up: nothing to serve
-        _serve(app, config)
+        try:
+            _serve(app, config)
+        except OSError as exc:  # the worker's port taken (uvicorn reports its own port's)
+            parser.exit(1, f'{parser.prog}: error: direct worker: {exc}\n')
     if stop_signals.requested():
         # A request uvicorn gave up on may still hold a worker thread (a policy server that
         # does not answer), which the interpreter would wait for: every answer is sent.
