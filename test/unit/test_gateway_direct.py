@@ -9,6 +9,7 @@ expire or are released, the local stats, and every error's code-based body.
 
 import hashlib
 import json
+import socket
 import ssl
 import subprocess
 import sys
@@ -30,7 +31,7 @@ import numpy as np
 import pytest
 from sequence_ai_ros.contract.key_masking import mask_key
 from sequence_ai_ros.gateway.direct.wire import MSGPACK_TYPE, unpack
-from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.gateway.process import free_port, GatewayProcess
 
 FORMATS = {'x-seq-msgpack/1', 'x-seq-observe/1', 'x-seq-call/1'}
 LINGBOT_VA = 'accounts/sequences/models/lingbot-va-5b'
@@ -321,6 +322,18 @@ def test_an_act_refused_while_its_model_warms_again_is_served_when_sent_again():
         finally:
             robot.release()
             robot.close()
+
+
+def test_a_taken_worker_port_is_a_one_line_error():
+    with socket.socket() as taken:
+        taken.bind(('127.0.0.1', 0))
+        taken.listen()
+        done = subprocess.run([sys.executable, '-m', 'sequence_ai_ros.gateway', '--port',
+                               str(free_port()), '--worker-port',
+                               str(taken.getsockname()[1])],
+                              capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1].startswith('gateway: error: direct worker:')
 
 
 def test_the_direct_protocol_is_refused_on_ray():
