@@ -23,8 +23,11 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from ..act import action_chunk
-from ..errors import ApiError, JsonReply, WarmingUp
+from ..catalogue import ModelProfile
+from ..core import Served
+from ..errors import ApiError, JsonReply, shown, WarmingUp
 from ..stats import MODEL_SCOPE_KEY, Stats, StatsMiddleware
+from ..validation import ActRequest
 from .errors import answered, DirectError, REQUEST_ID_HEADER, request_id_of, warming
 from .preset import preset_call
 from .seats import Session
@@ -143,42 +146,67 @@ class Worker:
         """POST /act: one act of the episode, through the policy core."""
         started = time.perf_counter()
         rid = request_id_of(request)
-        state = self.state
         payload = await self._payload(request)
-        state.refuse_if_draining()
-        profile = state.deployment(payload.get('model'))
+        self.state.refuse_if_draining()
+        profile = self.state.deployment(payload.get('model'))
         request.scope[MODEL_SCOPE_KEY] = profile.id
         if profile.id != session.model:
             raise DirectError('forbidden', f'this direct secret is for {session.model}, '
                                            f'not {profile.name}')
-        unknown = sorted(str(k) for k in payload if k not in ACT_KEYS)
         seed = payload.get('seed')
         if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
             raise DirectError('invalid_request', 'seed: expected an integer')
+        inputs, numbered = await self._inputs(payload, session, profile)
+        call = await run_in_threadpool(preset_call, inputs, profile, seed)
+        del inputs
+        decoded_ms = (time.perf_counter() - started) * 1000.0
+        served = await self._run(call, session, rid)
+        session.acts += 1
+        if numbered is not None:
+            self.state.episodes.served(*numbered)
+        else:
+            self.state.episodes.counted_act()
+        warnings = call.warnings + served.inference.warnings
+        unknown = sorted(shown(str(k)) for k in payload if k not in ACT_KEYS)
+        if unknown:
+            warnings.append(f'fields not read by the local worker: {", ".join(unknown[:8])}')
+        frames = len(call.images)
+        return answer(request, {
+            'outputs': action_chunk(profile, served.inference.rows),
+            'perf': {'inference_ms': round(served.inference_ms, 3),
+                     'decode_ms': round(decoded_ms, 3),
+                     'handler_ms': round((time.perf_counter() - started) * 1000.0, 3)},
+            'usage': {'frames_received': frames, 'frames_used': frames},
+            'warnings': warnings,
+            'request_id': rid,
+        }, {REQUEST_ID_HEADER: rid})
+
+    async def _inputs(self, payload: dict[str, Any], session: Session, profile: ModelProfile
+                      ) -> tuple[Any, tuple[str, int] | None]:
+        """Return what an act reads (its own inputs, or its episode's newest observation)."""
         if 'inputs' in payload:
             if payload.get('call') is not None:
                 raise DirectError('invalid_request', 'an act is a call (no inputs) or carries '
                                                      'its inputs, not both')
-            inputs = payload['inputs']
-            numbered_act = None
-        elif payload.get('call') == 'act':
-            seq = payload.get('seq')
-            if not isinstance(seq, int) or not _count(seq):
-                raise DirectError('invalid_request', 'seq: expected the number of observations '
-                                                     'before this act')
-            episode_id = _episode_id(payload)
-            session.episodes.add(episode_id)
-            numbered_act = (_own(session, episode_id), seq)
-            inputs = await state.episodes.inputs_for(profile.id, numbered_act[0], seq)
-        else:
+            return payload['inputs'], None
+        if payload.get('call') != 'act':
             raise DirectError('invalid_request', 'call: expected "act" (or the act\'s inputs)')
-        call = await run_in_threadpool(preset_call, inputs, profile, seed)
-        del inputs
-        decoded_ms = (time.perf_counter() - started) * 1000.0
+        seq = payload.get('seq')
+        if not isinstance(seq, int) or not _count(seq):
+            raise DirectError('invalid_request', 'seq: expected the number of observations '
+                                                 'before this act')
+        episode_id = _episode_id(payload)
+        session.episodes.add(episode_id)
+        numbered = (_own(session, episode_id), seq)
+        return await self.state.episodes.inputs_for(profile.id, numbered[0], seq), numbered
+
+    async def _run(self, call: ActRequest, session: Session, rid: str) -> Served:
+        """Run a checked act through the core, charged to the session's key."""
+        state, profile = self.state, call.profile
         state.running[rid] = time.monotonic()
         try:
             with state.ledger.charging(session.key):
-                served = await asyncio.wait_for(
+                return await asyncio.wait_for(
                     state.core.run(call, {'action_horizon': call.horizon, 'seed': call.seed}),
                     state.scaled(state.settings.request_timeout_s))
         except WarmingUp as error:
@@ -194,24 +222,6 @@ class Worker:
                               ) from None
         finally:
             state.running.pop(rid, None)
-        session.acts += 1
-        if numbered_act is not None:
-            state.episodes.served(*numbered_act)
-        else:
-            state.episodes.counted_act()
-        warnings = call.warnings + served.inference.warnings
-        if unknown:
-            warnings.append(f'fields not read by the local worker: {", ".join(unknown[:8])}')
-        frames = len(call.images)
-        return answer(request, {
-            'outputs': action_chunk(profile, served.inference.rows),
-            'perf': {'inference_ms': round(served.inference_ms, 3),
-                     'decode_ms': round(decoded_ms, 3),
-                     'handler_ms': round((time.perf_counter() - started) * 1000.0, 3)},
-            'usage': {'frames_received': frames, 'frames_used': frames},
-            'warnings': warnings,
-            'request_id': rid,
-        }, {REQUEST_ID_HEADER: rid})
 
     async def episode_end(self, request: Request, session: Session) -> Response:
         """POST /act/episode_end: the episode is over; its observations are dropped."""
