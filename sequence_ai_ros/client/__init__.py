@@ -21,9 +21,13 @@ from ._config import (
     resolve_base_url,
     write_credentials_file,
 )
-from ._direct_wire import Readiness
+from ._direct import busy_backoff, DirectConnection
+from ._direct_answer import chunk_from_outputs
+from ._direct_wire import Readiness, renew_after, WorkerRoute
 from ._engine import ChunkEngine
 from ._engine_stats import EngineReport, EngineStats
+from ._episodes import EpisodeBook
+from ._error_map import error_from_body
 from ._errors import (
     ActionSpaceUnknown,
     AuthError,
@@ -36,6 +40,7 @@ from ._errors import (
     InternalError,
     Interrupted,
     InvalidRequest,
+    is_transient,
     MalformedResponse,
     NotFound,
     OutOfCredit,
@@ -47,16 +52,22 @@ from ._errors import (
     SequencesError,
     Unavailable,
 )
+from ._interrupt import InterruptSignal
 from ._latency import LatencyWindow, quantile
+from ._msgpack import pack as pack_msgpack
 from ._observer import PolicyObserver
 from ._outcome import RunOutcome
+from ._pinned_tls import fingerprint_of, pinned_context
 from ._plan import PlannedStep
 from ._playback import BLENDS, FALLBACK_CONTROL_RATE_HZ, JOIN_MODES, PlaybackOptions
-from ._policy import Policy, PROTOCOLS
+from ._policy import Policy
+from ._policy_direct import PROTOCOLS
+from ._redaction import remember_secret, scrub
 from ._rtc import PREFIX_TOLERANCE
 from ._stream import ActionStream
 from ._transport import certificate_refusal, error_for, tls_context, Transport
 from ._types import ActionChunk, ImageFrame, Model, Observation, Prediction, Proprioception
+from ._worker import WorkerChannel
 
 __all__ = [
     # The public API: sequence_ai_ros.__all__, the same names.
@@ -75,4 +86,8 @@ __all__ = [
     'full_model_id', 'resolve_api_key', 'resolve_base_url', 'credentials_path',
     'read_credentials_file', 'write_credentials_file', 'tls_context', 'certificate_refusal',
     'error_for',
+    # The direct protocol's parts: the transport, its wire rules and its errors' table.
+    'DirectConnection', 'WorkerChannel', 'WorkerRoute', 'EpisodeBook', 'InterruptSignal',
+    'error_from_body', 'is_transient', 'renew_after', 'busy_backoff', 'chunk_from_outputs',
+    'pinned_context', 'fingerprint_of', 'remember_secret', 'scrub', 'pack_msgpack',
 ]

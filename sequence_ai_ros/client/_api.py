@@ -8,7 +8,8 @@ from ._direct import DirectConnection
 from ._direct_wire import WorkerRoute
 from ._interrupt import InterruptSignal
 from ._observer import PolicyObserver
-from ._policy import Policy, PROTOCOLS
+from ._policy import Policy
+from ._policy_direct import PROTOCOLS
 from ._transport import Transport
 from ._types import Model
 

@@ -1,32 +1,34 @@
 """The direct protocol's pure parts in the client: error mapping, lease timing, wire reading."""
 
 import pytest
-from sequence_ai_ros.client._direct import busy_backoff
-from sequence_ai_ros.client._direct_answer import chunk_from_outputs
-from sequence_ai_ros.client._direct_wire import Readiness, renew_after, WorkerRoute
-from sequence_ai_ros.client._episodes import EpisodeBook
-from sequence_ai_ros.client._error_map import error_from_body
-from sequence_ai_ros.client._errors import (
+from sequence_ai_ros.client import (
     ActionSpaceUnknown,
     AuthError,
+    busy_backoff,
+    chunk_from_outputs,
     Conflict,
+    EpisodeBook,
     EpisodeLost,
+    error_from_body,
     Gone,
     InternalError,
     Interrupted,
+    InterruptSignal,
     InvalidRequest,
     is_transient,
     MalformedResponse,
     NotFound,
     OutOfCredit,
+    pack_msgpack,
     PermissionDenied,
     PolicyError,
+    Readiness,
+    remember_secret,
+    renew_after,
     SequencesError,
     Unavailable,
+    WorkerRoute,
 )
-from sequence_ai_ros.client._interrupt import InterruptSignal
-from sequence_ai_ros.client._msgpack import pack
-from sequence_ai_ros.client._redaction import remember_secret
 from sequence_ai_ros.contract.error_codes import CODES
 
 SECRET = 'ds_0f3c9a77b1e24d5c8a6e2b9d1c4f7a30'
@@ -206,9 +208,9 @@ def test_msgpack_packs_an_observation_as_msgpack_reads_it():
         'images': [{'view': 'wrist', 'data': 'x' * 300}], 'instruction': 'é' * 40,
         'proprioception': {'joint_positions': [0.1, -2.5e-9, 3], 'gripper': [1.0]},
         'ok': True, 'none': None, 'raw': b'\x00' * 70000, 'big': -2**40}}]}
-    assert msgpack.unpackb(pack(value), raw=False) == value
+    assert msgpack.unpackb(pack_msgpack(value), raw=False) == value
     with pytest.raises(ValueError):
-        pack({'x': float('nan')})
+        pack_msgpack({'x': float('nan')})
 
 
 def test_an_act_is_overtaken_only_by_a_newer_act_of_its_episode():

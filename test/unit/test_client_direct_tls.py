@@ -9,10 +9,14 @@ import time
 
 from fixtures_gateway import tls_files  # noqa: F401 (a fixture)
 import pytest
-from sequence_ai_ros.client._direct_wire import WorkerRoute
-from sequence_ai_ros.client._errors import CertPinError, Unavailable
-from sequence_ai_ros.client._pinned_tls import fingerprint_of, pinned_context
-from sequence_ai_ros.client._worker import WorkerChannel
+from sequence_ai_ros.client import (
+    CertPinError,
+    fingerprint_of,
+    pinned_context,
+    Unavailable,
+    WorkerChannel,
+    WorkerRoute,
+)
 
 SECRET = 'ds_pinned_tls_test_secret_0123456789'
 
