@@ -46,9 +46,9 @@ CLIENT_CORE := sequence_ai_ros/__init__.py sequence_ai_ros/client
 # The node, the runtime it spins on, the contract, the recorder and the world: type-clean too
 # (setup.cfg says how rclpy and the ROS message packages are read).
 NODE_CORE := sequence_ai_ros/node sequence_ai_ros/runtime sequence_ai_ros/contract \
-	sequence_ai_ros/record sequence_ai_ros/world
+	sequence_ai_ros/record sequence_ai_ros/world sequence_ai_ros/dataset
 
-.PHONY: all venv venv-jazzy test test-unit test-fast test-kilted test-jazzy test-sourced test-jammy test-published lint demo bench \
+.PHONY: all venv venv-jazzy test test-unit test-fast test-kilted test-jazzy test-sourced test-jammy test-published test-dataset lint demo bench \
 	reliability clean
 
 all: test
@@ -134,6 +134,11 @@ test-jammy: venv
 test-published: venv
 	$(PYTHON) scripts/published_client.py --venv $(VENV)/published --python $(PYTHON) \
 		--gateway-python $(PY) -q -raR $(PYTEST_ARGS)
+
+# LeRobot itself loads the export: its own venv (Python 3.12 from pyenv, lerobot[dataset]==0.6.1
+# with PyPI's CUDA torch, ~5.4 GB, cached in .venv/dataset); not part of make test.
+test-dataset: venv
+	$(PYTHON) scripts/dataset_venv.py --kilted-python $(PY) $(PYTEST_ARGS)
 
 demo: venv
 	$(PY) -m sequence_ai_ros.cli demo $(DEMO_ARGS)

@@ -32,8 +32,10 @@ setup(
         # The policy node and the sim arm (rclpy and messages: ROS, or PyPI's ros-* wheels).
         'ros': ['numpy', 'pillow'],
         # Optional: the local gateway and the demo's picture; the node needs neither.
-        'gateway': ['starlette', 'uvicorn', 'numpy', 'pillow', 'msgpack', 'websockets>=15'],
-        'demo': ['matplotlib', 'starlette', 'uvicorn', 'numpy', 'pillow'],
+        'gateway': ['starlette', 'uvicorn', 'numpy', 'pillow', 'msgpack', 'websockets>=15',
+                    'cryptography'],
+        'demo': ['matplotlib', 'starlette', 'uvicorn', 'numpy', 'pillow', 'msgpack',
+                 'cryptography'],
         # Optional: episode recording (MCAP files) and `sequence-ai-ros report` (with 'demo').
         # mcap-ros2-support is a rosdep key (pip) on Humble, Jazzy and Kilted; it brings mcap.
         'record': ['mcap>=1.6', 'mcap-ros2-support>=0.6'],

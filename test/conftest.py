@@ -1,9 +1,10 @@
 """
 Shared test set-up: each run gets its own ROS domain so parallel runs never cross-talk.
 
-The tests sit in four folders by what they need (test/unit, test/realtime, test/ros,
-test/system: each folder's __init__.py says its rule); their support modules sit here in test/,
-importable from all four, as pytest puts this folder on sys.path (the folders are packages
+The tests sit in five folders by what they need (test/unit, test/realtime, test/ros,
+test/system, and test/published, which runs in the published sequence-ai 0.51.5 client's own
+venv: each folder's __init__.py says its rule); their support modules sit here in test/,
+importable from all of them, as pytest puts this folder on sys.path (the folders are packages
 below it).
 """
 
