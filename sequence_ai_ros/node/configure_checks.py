@@ -26,7 +26,8 @@ from .outputs import CommandOutputs
 from .params import ConfigError, NodeConfig
 from .probe import wait_for_message
 
-__all__ = ['check_controllers', 'check_joint_names', 'check_model', 'connect']
+__all__ = ['check_action_space', 'check_controllers', 'check_joint_names', 'check_model',
+           'connect']
 
 # A controller_manager that has not answered by then is not asked about its rate: a driver
 # without one must not slow configure by the whole configure_timeout_s.
@@ -41,7 +42,8 @@ def connect(config: NodeConfig) -> sai.Policy:
                            base_url=config.base_url or None,
                            control_hz=config.control_rate_hz or None,
                            timeout_s=config.request_timeout_s,
-                           verify=config.ca_file or True)
+                           verify=config.ca_file or True, protocol=config.protocol,
+                           action_space=config.action_space or None)
     except OSError as exc:  # FileNotFoundError, PermissionError, ssl.SSLError (not PEM)
         if not config.ca_file:
             raise
@@ -77,12 +79,15 @@ def check_model(node: Node, policy: sai.Policy, config: NodeConfig) -> sai.Model
     """
     Check the model against the catalogue when it can be reached (not fatal if not).
 
-    Return its catalogue entry, or None when the catalogue could not be asked.
+    Return its catalogue entry, or None when the catalogue could not be asked or (the direct
+    protocol, with action_space set) does not list the deployment: the hosted service lists
+    no robot deployments. The action space is checked here too (check_action_space).
     """
     try:
         entry = policy.describe()
     except sai.Unavailable as exc:
         node.get_logger().warning(f'catalogue not reachable, model not checked: {exc}')
+        check_action_space(None, config, policy.protocol)
         return None
     except sai.CertificateError as exc:
         # The client's own advice names its verify= argument; here it is a parameter.
@@ -91,7 +96,14 @@ def check_model(node: Node, policy: sai.Policy, config: NodeConfig) -> sai.Model
                   'set the ca_file parameter to the PEM file of the CA that signs it')
         raise ConfigError(f'{reason}: {advice}') from exc
     if entry is None:
-        raise ConfigError(f'parameter model: {config.model!r} is not in the catalogue')
+        if policy.protocol == 'direct' and config.action_space:
+            node.get_logger().info(f'{config.model} is not in the catalogue (a robot '
+                                   'deployment): its answers are checked as they come, as '
+                                   f'{config.action_space} (action_space)')
+            return None
+        raise ConfigError(f'parameter model: {config.model!r} is not in the catalogue' + (
+            '; a deployment the catalogue does not list needs the action_space parameter'
+            if policy.protocol == 'direct' else ''))
     views = set(entry.camera_views)
     unknown = [v for v in config.camera_views if views and v not in views]
     if unknown:
@@ -101,11 +113,32 @@ def check_model(node: Node, policy: sai.Policy, config: NodeConfig) -> sai.Model
     if entry.action_dim is not None and entry.action_dim != dims:
         raise ConfigError(f'parameter joint_names: the model acts on {entry.action_dim} '
                           f'values but joint_names + gripper_joint give {dims}')
-    space = entry.raw.get('action_space')
-    if isinstance(space, str) and not supported_action_space(space):
+    check_action_space(entry, config, policy.protocol)
+    return entry
+
+
+def check_action_space(entry: sai.Model | None, config: NodeConfig, protocol: str) -> str:
+    """
+    Return the action space the node will play, failing configure where it is not stated.
+
+    The catalogue entry states it, or the action_space parameter; never both differently.
+    Neither fails on the direct protocol (its answers may not say it either: velocities must
+    never be played as positions by a configuration mistake); on v1 every answer states it.
+    """
+    stated = entry.raw.get('action_space') if entry is not None else None
+    stated = stated if isinstance(stated, str) and stated else None
+    if stated and config.action_space and stated != config.action_space:
+        raise ConfigError(f'parameter action_space: {config.action_space!r}, but the '
+                          f'deployment {config.model} states {stated!r}')
+    space = stated or config.action_space
+    if not space and protocol == 'direct':
+        raise ConfigError(f'parameter action_space: {config.model} does not state its action '
+                          "space: set action_space ('joint_velocity', 'joint_position', ...) "
+                          'as the deployment was trained')
+    if space and not supported_action_space(space):
         raise ConfigError(f'model {config.model}: action space {space!r} cannot be '
                           'commanded as joint positions by this node')
-    return entry
+    return space
 
 
 def check_controllers(node: Node, config: NodeConfig, outputs: CommandOutputs) -> None:

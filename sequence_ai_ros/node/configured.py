@@ -23,7 +23,7 @@ import sequence_ai_ros as sai
 from sequence_ai_ros.record.metadata import episode_metadata
 from sequence_ai_ros.record.node_recording import NodeRecording
 from std_msgs.msg import Bool, String
-from std_srvs.srv import Trigger
+from std_srvs.srv import SetBool, Trigger
 
 from .configure_checks import connect
 from .hold_call import HoldServiceCall
@@ -42,6 +42,7 @@ class NodeHandlers:
 
     start_episode: Callable[[Any, Any], Any]  # std_srvs/Trigger (request, response) -> response
     stop_episode: Callable[[Any, Any], Any]
+    label_episode: Callable[[Any, Any], Any]  # std_srvs/SetBool: data = success
     publish_diagnostics: Callable[[], None]
 
 
@@ -57,6 +58,10 @@ class ConfiguredNode:
             config.instruction)
         # The catalogue's entry, set by configure's model check when the catalogue answered.
         self.model_entry: sai.Model | None = None
+        # Set by configure once connected: the protocol in use and what readiness said last.
+        self.protocol = ''
+        self.readiness = ''
+        self.readiness_eta_s: float | None = None
         self._node = node
         with ExitStack() as stack:
             self.policy = connect(config)
@@ -80,6 +85,8 @@ class ConfiguredNode:
                                    ('~/stop_episode', handlers.stop_episode)):
                 stack.callback(_quietly, node.destroy_service,
                                node.create_service(Trigger, name, callback))
+            stack.callback(_quietly, node.destroy_service, node.create_service(
+                SetBool, '~/label_episode', handlers.label_episode))
             stack.callback(_quietly, node.destroy_timer, node.create_timer(
                 config.diagnostics_period_s, handlers.publish_diagnostics))
             self.hold_call: HoldServiceCall | None = None

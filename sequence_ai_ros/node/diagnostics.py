@@ -68,6 +68,10 @@ class Health:
     episode_outcome: str = ''
     model: str = ''
     base_url: str = ''
+    # 'direct' or 'v1' once connected; the direct worker's readiness ('ready', 'waiting: ...')
+    protocol: str = ''
+    readiness: str = ''
+    seat_lost: bool = False
     gateway_reachable: bool | None = None
     warming_eta_s: float | None = None
     last_error: str = ''
@@ -188,6 +192,11 @@ def _gateway(h: Health) -> tuple[bytes, str]:
         return ERROR, f'TLS certificate not trusted: set ca_file to the CA that signs it ({error})'
     if h.last_error_kind == 'warming' or h.episode_state == 'warming':
         return WARN, f'model {h.model or "?"} is warming up: {eta}'
+    if h.seat_lost:
+        return ERROR, ('the gateway no longer holds the seat of this robot: the arm holds, and '
+                       'the next request connects again')
+    if h.readiness.startswith('waiting'):
+        return WARN, f'model {h.model or "?"} is not ready: {h.readiness}'
     if h.last_error_kind and h.episode_state == 'ended':
         # The stream raises a transient failure only once the retries are spent.
         return ERROR, (f'request failed ({h.last_error_kind}) after {h.retries_in_a_row} '
@@ -266,6 +275,8 @@ def build_statuses(health: Health, node_name: str, hardware_id: str) -> list[Dia
     parts = {
         'gateway': (_gateway(h), [
             ('model', h.model or 'n/a'), ('base_url', _url(h.base_url)),
+            ('protocol', h.protocol or 'n/a'), ('readiness', h.readiness or 'n/a'),
+            ('seat', ('lost' if h.seat_lost else 'held') if h.protocol == 'direct' else 'n/a'),
             ('reachable', _flag(h.gateway_reachable)),
             ('warming ETA (s)', _num(h.warming_eta_s, 0)),
             ('last error', h.last_error or 'none'),

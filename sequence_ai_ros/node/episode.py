@@ -7,8 +7,10 @@ error, an action outside the limits) ends the episode holding. An underrun holds
 
 Two kinds of waiting, kept apart: the stream retries a transient failure (lost connection,
 timeout, 5xx, malformed answer) `request_retries` times in a row while the plan plays, and
-raises the next one; the episode waits out a warming model (a 503 with Retry-After) only
-before the first action and only up to `startup_timeout_s`. Everything else ends it holding.
+raises the next one; the episode waits out a warming or queued model (a 503 with
+Retry-After) up to `startup_timeout_s`: before the first action as a cold start, later holding
+the arm while it waits. Everything else ends it holding, and cuts the request in flight
+(Policy.interrupt) instead of waiting for its timeout.
 """
 
 from dataclasses import asdict, dataclass
@@ -58,6 +60,7 @@ class Episode:
         self.limits = SafetyLimits(config.position_lower, config.position_upper,
                                    config.max_step_change, step_overrides=gripper)
         self.stream: ActionStream = policy.new_stream(config.playback, on_chunk=self._on_chunk)
+        self._interrupt = policy.interrupt
         # stream.retried when the last chunk joined: the failures absorbed since are "in a row".
         self._retried_at_chunk = 0
         # One record per chunk joined, for the node's ~/chunks topic (monitoring, the demo).
@@ -80,6 +83,9 @@ class Episode:
         self._plan_due: float | None = None
         self._plan_sent = 0
         self._retry_at = 0.0
+        # When the current wait for a warming or queued model began (None: not waiting); the
+        # episode's start counts as the start of the first one.
+        self._waiting_since: float | None = self.started
         self._grace_until = self.started + max(config.joint_state_timeout_s,
                                                config.camera_timeout_s)
 
@@ -123,12 +129,13 @@ class Episode:
             return self._unavailable(exc, now)
         except SequencesError as exc:
             self._note_error(exc)
-            return self.end('error', f'gateway: {exc.message}', hold=True)
+            return self.end('error', f'gateway: {exc}', hold=True)
         except (ImageError, ValueError) as exc:
             return self.end('safety', f'input: {exc}', hold=True)
         if step is None:
             return self._starved()
         self.last_error, self.last_error_kind, self.warming_eta_s = '', '', None
+        self._waiting_since = None
         skip, first_s = self._catch_up(now)
         # _catch_up skips only steps still in the plan: none of these is None.
         skipped = [self.stream.next_action(now) for _ in range(skip)]
@@ -139,6 +146,7 @@ class Episode:
         """Stop for good: drop the plan and the requests in flight; hold if asked."""
         # The reason goes to the log and the outcome topic and may quote a server's message.
         self.state, self.outcome, self.reason = 'ended', outcome, redact(reason)
+        self._interrupt()  # a request in flight fails now; nothing of it is played
         self.stream.close(wait_for_inflight=False)
         if hold:
             self.holds += 1
@@ -206,18 +214,25 @@ class Episode:
 
     def _unavailable(self, exc: Unavailable, now: float) -> Tick:
         self._note_error(exc)
-        waiting = self.actions == 0 and exc.warming and \
-            now - self.started < self.config.startup_timeout_s
+        if self._waiting_since is None:
+            self._waiting_since = now
+        waiting = (exc.warming or exc.queued) and \
+            now - self._waiting_since < self.config.startup_timeout_s
         if not waiting:
-            return self.end('error', f'gateway: {exc.message}', hold=True)
+            return self.end('error', f'gateway: {exc}', hold=True)
         pause = max(1.0, exc.retry_after_s if exc.retry_after_s is not None else 5.0)
         self._retry_at = now + pause
         self.warming_eta_s = exc.retry_after_s
-        self.state = 'warming'
+        began_now, self.state = self.state != 'warming', 'warming'
+        if began_now and self.actions:
+            # The arm was moving: it holds while the model warms (or the line moves) again.
+            self.holds += 1
+            return Tick(HOLD, self._hold_command(), f'model not ready, waiting: {exc}')
         return Tick(IDLE)
 
     def _note_error(self, exc: SequencesError) -> None:
-        self.last_error, self.last_error_kind = redact(exc.message), error_kind(exc)
+        # str(): the message with the service's hint and request id, for the operator.
+        self.last_error, self.last_error_kind = redact(str(exc)), error_kind(exc)
 
     def _starved(self) -> Tick:
         if self.actions == 0 or self.state == 'underrun':
@@ -264,7 +279,7 @@ class Episode:
             self.mapper.reset(measured)
         resumed = False
         if self.state in ('underrun', 'starting', 'warming'):
-            if self.state == 'underrun':
+            if self.state == 'underrun' or (self.state == 'warming' and self.actions):
                 self.mapper.reset(measured)  # the hold stopped the arm where it is
                 resumed = True
             self.state = 'running'

@@ -12,7 +12,8 @@ import time
 
 from rclpy.node import Node
 from rclpy.timer import Timer
-from sequence_ai_ros.client import FALLBACK_CONTROL_RATE_HZ
+from sequence_ai_ros.client import FALLBACK_CONTROL_RATE_HZ, SequencesError
+from sequence_ai_ros.contract.key_masking import redact
 from std_msgs.msg import String
 
 from .commands import Command
@@ -76,6 +77,8 @@ class EpisodeRunner:
         if self.episode is not None:
             self.episode.close()
         self.episode = Episode(configured.policy, configured.config, configured.inputs)
+        # One node episode is one episode on the wire (direct; nothing on v1).
+        configured.policy.begin_episode()
         configured.start_recording()
         self._guard.clear()
         configured.outputs.new_episode()
@@ -125,8 +128,38 @@ class EpisodeRunner:
                 abs(self._timer.timer_period_ns * 1e-9 - self._period()) > 1e-6:
             self._reset_timer()  # the first chunk told us the rate
 
+    def label(self, success: bool, notes: str) -> tuple[bool, str]:
+        """
+        Label the last episode on the gateway (direct) and in its recording; (ok, message).
+
+        Either may be missing (v1 has no labels; recording off): the other is still labelled,
+        and the message says what was and what was not.
+        """
+        configured = self._configured
+        done, missing = [], []
+        if configured.protocol == 'direct':
+            try:
+                done.append(f'gateway episode {configured.policy.label(success, notes)}')
+            except SequencesError as exc:
+                missing.append(f'gateway: {redact(str(exc))}')
+        else:
+            missing.append('gateway: the v1 protocol has no labels')
+        label, problem = configured.recording.label(success, notes)
+        if label is not None:
+            done.append('recording')
+        else:
+            missing.append(f'recording: {problem}')
+        outcome = 'success' if success else 'failure'
+        text = f'labelled {outcome}: {", ".join(done)}' if done else f'not labelled {outcome}'
+        if missing:
+            text += f' (not labelled: {"; ".join(missing)})'
+        self._node.get_logger().info(text)
+        return bool(done), text
+
     def _finish(self, episode: Episode) -> None:
         self._publish_chunk_events(episode)
+        # Bounded (a few seconds at most), best effort: the worker ends an idle episode too.
+        self._configured.policy.end_episode()
         summary = episode.summary()
         self._configured.recording.finish(summary)
         text = json.dumps(summary)

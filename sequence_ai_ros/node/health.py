@@ -36,6 +36,10 @@ class NodeSnapshot:
     command_topic: str = ''  # the outputs' arm topic, resolved by the node
     episode: Episode | None = None
     recording: NodeRecording | None = None
+    protocol: str = ''  # direct or v1, once configure has connected
+    readiness: str = ''  # what the worker's readiness said last (direct)
+    readiness_eta_s: float | None = None
+    seat_lost: bool = False
 
 
 def health_of(state: NodeSnapshot) -> Health:
@@ -57,6 +61,10 @@ def health_of(state: NodeSnapshot) -> Health:
         return health
     _add_outputs(health, config, state.outputs, state.command_topic)
     health.model, health.base_url = config.model, config.base_url
+    health.protocol, health.readiness = state.protocol, state.readiness
+    health.seat_lost = state.seat_lost
+    if state.readiness_eta_s is not None:
+        health.warming_eta_s = state.readiness_eta_s
     health.join_mode, health.max_actions = config.join_mode, config.max_actions
     health.input_ages = inputs.ages(state.now)
     health.input_timeouts = inputs.timeouts(config.joint_state_timeout_s,

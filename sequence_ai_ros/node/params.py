@@ -17,7 +17,8 @@ by `api_key_file`.
 from dataclasses import dataclass, fields
 from typing import Any
 
-from sequence_ai_ros.client import BLENDS, JOIN_MODES, PlaybackOptions
+from sequence_ai_ros.client import BLENDS, JOIN_MODES, PlaybackOptions, PROTOCOLS
+from sequence_ai_ros.contract.action_spaces import JOINT_SPACES
 
 from .arm_output import OUTPUT_MODES
 from .config_rules import CAMERA_TRANSPORTS, CROSS_CHECKS, derive, GRIPPER_ON_FAILURE
@@ -68,6 +69,14 @@ class NodeConfig:
     model: str = param('', "catalogue model id, e.g. 'pi05-droid' (required)", required=True,
                        validators=(not_empty(", e.g. 'pi05-droid'"),))
     base_url: str = param('', "gateway URL; '' = $SEQUENCES_BASE_URL, else the hosted gateway")
+    # auto: the service's current protocol where the gateway speaks it, else POST /v1/act
+    protocol: str = param('auto', "'auto' (the direct protocol when the gateway serves it, "
+                          "else /v1/act), 'direct' or 'v1'", validators=(one_of(PROTOCOLS),))
+    action_space: str = param(
+        '', "what the model's actions are ('joint_velocity', 'joint_position', ...); '' = what "
+        'the deployment states (its catalogue entry or its answers). Required where it states '
+        'none; a stated space that differs fails configure',
+        validators=(one_of(('',) + JOINT_SPACES),))
     api_key_file: str = param('', "file holding the API key; '' = $SEQUENCES_API_KEY, else the "
                               'credentials file. The key itself is never a parameter')
     # 10: calls take ~1 s, a warming model answers at once; a mute gateway holds (retries+1) x it
@@ -219,6 +228,8 @@ class NodeConfig:
                          'stays off, saying why, where it cannot write')
     record_dir: str = param('', "directory of the episode files; '' = "
                             '$ROS_HOME/sequence_ai/episodes (~/.ros/sequence_ai/episodes)')
+    label_notes: str = param('', 'the notes ~/label_episode gives the last episode with its '
+                             'success flag (std_srvs/SetBool carries no text)', run_time=True)
     record_max_mb: float = param(2048.0, 'total size of record_dir kept (MB): the oldest '
                                  'episodes are removed first', bounds=(1.0, 1e7))
 

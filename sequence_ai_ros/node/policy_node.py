@@ -1,11 +1,13 @@
 """
 PolicyNode: a lifecycle node between sensors and a joint_trajectory_controller.
 
-configure  read and check parameters, open the Policy (one kept-alive connection), check the
-           joint names against joint_states and the model against the catalogue, create
-           subscriptions and publishers
+configure  read and check parameters, open the Policy (one kept-alive connection; the
+           direct protocol or v1, as `protocol` says), check the joint names against
+           joint_states and the model and its action space against the catalogue, create
+           subscriptions and publishers, and wait for the worker to be ready (direct)
 activate   start the control timer (and an episode, if start_on_activate)
-deactivate publish a hold first, then stop; cleanup closes the connection
+deactivate cut a request in flight, publish a hold, then stop; cleanup closes the connection
+           and gives the seat back (direct)
 """
 
 from __future__ import annotations  # rclpy's Parameter is generic only from Jazzy on
@@ -29,6 +31,7 @@ from .guard import CallbackGuard, refuse_service
 from .health import health_of, NodeSnapshot
 from .lifecycle_guard import guard_change_state
 from .params import ConfigError, CONFIGURE_PARAMETERS, declare_parameters, NodeConfig, read_config
+from .readiness import settle_protocol, wait_ready
 
 # The default trajectory topic (controller_name joint_trajectory_controller), for remapping.
 COMMAND_TOPIC = 'joint_trajectory_controller/joint_trajectory'
@@ -88,11 +91,13 @@ class PolicyNode(LifecycleNode):
         try:
             config = read_config(self, self._parameter_problems)
             self._configured = configured = ConfiguredNode(
-                self, config, NodeHandlers(self._on_start, self._on_stop,
+                self, config, NodeHandlers(self._on_start, self._on_stop, self._on_label,
                                            self._publish_diagnostics))
             check_joint_names(self, config, configured.inputs, configured.store_joint_state)
+            configured.protocol = settle_protocol(self, configured.policy, config)
             configured.model_entry = check_model(self, configured.policy, config)
             check_controllers(self, config, configured.outputs)
+            wait_ready(self, configured.policy, config, self._readiness_report(configured))
             self._runner = EpisodeRunner(self, configured, self._guard, self._holds)
         except (ConfigError, ValueError, sai.SequencesError) as exc:
             self.get_logger().error(f'configure failed: {redact(str(exc))}')
@@ -105,7 +110,8 @@ class PolicyNode(LifecycleNode):
             return FAILURE
         self.node_state = 'inactive'
         self.get_logger().info(f'configured for {config.model} ({len(config.joint_names)} '
-                               f'joints, cameras {", ".join(config.camera_views)})')
+                               f'joints, cameras {", ".join(config.camera_views)}; the '
+                               f'{configured.protocol} protocol)')
         return SUCCESS
 
     def on_activate(self, state: LifecycleState) -> TransitionCallbackReturn:
@@ -198,6 +204,22 @@ class PolicyNode(LifecycleNode):
         response.success, response.message = self.stop_episode('stop requested')
         return response
 
+    def _on_label(self, request: Any, response: Any) -> Any:
+        if self._runner is None:
+            response.success, response.message = False, 'the node is not configured'
+            return response
+        notes = str(self.get_parameter('label_notes').value)
+        response.success, response.message = self._runner.label(bool(request.data), notes)
+        return response
+
+    def _readiness_report(self, configured: ConfiguredNode) -> Any:
+        """Return configure's readiness callback: kept for /diagnostics, published at once."""
+        def report(text: str, eta_s: float | None) -> None:
+            configured.readiness, configured.readiness_eta_s = text, eta_s
+            # Configure holds the executor while it waits: the diagnostics timer cannot run.
+            self._publish_diagnostics()
+        return report
+
     # -- parameters and /diagnostics -------------------------------------------------------
 
     def _on_parameters(self, params: list[Parameter[Any]]) -> SetParametersResult:
@@ -233,7 +255,9 @@ class PolicyNode(LifecycleNode):
             inputs=configured.inputs, outputs=configured.outputs,
             command_topic=self.resolve_topic_name(configured.outputs.arm_topic),
             episode=runner.episode if runner is not None else None,
-            recording=configured.recording))
+            recording=configured.recording, protocol=configured.protocol,
+            readiness=configured.readiness, readiness_eta_s=configured.readiness_eta_s,
+            seat_lost=configured.policy.seat_lost))
 
     def _publish_diagnostics(self) -> None:
         configured = self._configured

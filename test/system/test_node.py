@@ -489,8 +489,9 @@ def test_rtc_join_drives_an_episode_with_prefixed_requests(rtc_gateway, launch, 
     """join_mode rtc through the node: requests carry the prefix, the gateway honours it."""
     from sequence_ai_ros.gateway.catalogue import load_catalogue
     actions = 6 * load_catalogue().get(model).action_horizon
+    # v1: the direct act carries no prefix (the client joins 'aligned' there instead).
     robot, process = launch(rtc_gateway, model=model, max_actions=actions, join_mode='rtc',
-                            smooth_seam=4, max_step_change=1.0)
+                            smooth_seam=4, max_step_change=1.0, protocol='v1')
     bring_up(robot, process)
     result = outcome(robot, timeout=60)
     assert result['outcome'] == 'completed' and result['actions'] == actions, result
