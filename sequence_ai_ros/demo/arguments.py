@@ -11,6 +11,7 @@ from sequence_ai_ros.gateway.config import SCENARIOS
 from .controllers import ARM_CONTROLLERS, DEFAULT_DISTRO, DISTROS, GRIPPER_CONTROLLERS
 
 DEFAULT_MODEL = 'pi05-droid'
+PROTOCOLS = ('both', 'direct', 'v1')  # the gateway's --protocol
 DEFAULT_TIME_SCALE = 0.25
 DEFAULT_OUT = 'demo-out/demo.png'
 # Model seconds of motion when --actions is not given: enough to reach the target from home
@@ -40,6 +41,9 @@ def build_parser(prog: str = 'sequence-ai-ros demo') -> argparse.ArgumentParser:
         help='where to write the picture (default %(default)s)')
     add('--no-compare', dest='compare', action='store_false',
         help='skip the second run with prefetch off')
+    add('--protocol', choices=PROTOCOLS, default='both',
+        help="what the local gateway serves: the service's direct protocol, v1 (/v1/act) or "
+        "both (default %(default)s; the node's protocol auto takes direct where served)")
     add('--warm', action='store_true', help='start with the model warm (no cold start)')
     add('--cold-start-s', type=seconds, default=None, metavar='SECONDS',
         help="model seconds of the cold start (default: the catalogue's)")

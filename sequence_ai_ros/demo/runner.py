@@ -11,6 +11,7 @@ from pathlib import Path
 import secrets
 import sys
 import tempfile
+import threading
 import time
 from typing import Any, TextIO
 
@@ -71,7 +72,8 @@ class Demo:
         from sequence_ai_ros.harness.ros_side import RosSide  # rclpy only once the demo runs
 
         args, profile = self.args, self.profile
-        flags = ['--time-scale', repr(self.scale), '--scenario', args.scenario]
+        flags = ['--time-scale', repr(self.scale), '--scenario', args.scenario,
+                 '--protocol', args.protocol]
         if args.warm:
             flags.append('--start-warm')
         if args.cold_start_s:
@@ -80,7 +82,8 @@ class Demo:
             f'sequence-ai-ros demo: {profile.name} ({profile.action_space}, '
             f'{profile.action_horizon} steps at {profile.native_hz:g} Hz = '
             f'{profile.covers_seconds / self.scale:g} s chunks), scenario {args.scenario}, '
-            f'time scale {self.scale:g}; ROS domain {self.domain_id}')
+            f'time scale {self.scale:g}; ROS domain {self.domain_id}; the gateway serves '
+            f'{args.protocol}')
         check_stop()
         self.gateway = GatewayProcess(flags, keys={self.key: 10**6}, startup_timeout_s=30.0)
         self.gateway.start()
@@ -116,6 +119,7 @@ class Demo:
             SEQUENCES_API_KEY=self.key)
         recorder = Recorder(self.ros, run.namespace)
         run.data = recorder.data
+        recorded = set(self.episodes_dir.glob('*.mcap'))
         try:
             run.failure = self._drive(run, recorder, sim, node)
         finally:
@@ -124,12 +128,25 @@ class Demo:
                 child.stop()
                 self.children.remove(child)
             recorder.close()
+        self._label(set(self.episodes_dir.glob('*.mcap')) - recorded, run)
         if run.failure:
             tails = [f'--- {c.name} ({c.log_path}) ---\n{c.log_tail()}' for c in (node, sim)]
             assert self.gateway is not None
             gateway_log = '\n'.join(self.gateway.log().splitlines()[-15:])
             run.logs = '\n'.join(tails + [f'--- gateway ---\n{gateway_log}'])
         return run
+
+    def _label(self, episodes: set[Path], run: Run) -> None:
+        """Label the run's recordings by its outcome (a dataset export can filter on it)."""
+        from sequence_ai_ros.record.labels import label_episode, LabelError
+
+        notes = f'demo {run.label}: ' + (run.failure or
+                                         str((run.data.outcome or {}).get('reason')))
+        for episode in sorted(episodes):
+            try:
+                label_episode(episode, not run.failure, notes)
+            except (LabelError, OSError) as exc:
+                self.progress.line(f'{run.label}: recording not labelled: {exc}')
 
     def _node_parameters(self, run: Run) -> list[str]:
         params = {
@@ -165,10 +182,14 @@ class Demo:
         self.progress.show(f'{run.label}: starting the simulated arm and the policy node')
         if not self._wait(lambda: bool(data.joint_states), STEP_TIMEOUT_S, sim, node):
             return self._dead(sim, node) or 'the simulated arm published no joint_states'
+        status = self.status
+        assert status is not None
         steps: tuple[tuple[Callable[[], bool], str], ...] = (
             (lambda: recorder.wait_for_node(STEP_TIMEOUT_S), 'did not come up'),
-            (lambda: recorder.transition(Transition.TRANSITION_CONFIGURE, STEP_TIMEOUT_S),
-             'failed to configure'),
+            # On the direct protocol configure waits for the worker: the cold start.
+            (lambda: self._showing(lambda: recorder.transition(
+                Transition.TRANSITION_CONFIGURE, self.cold_wall_s + STEP_TIMEOUT_S),
+                lambda: status.text(run), sim, node), 'failed to configure'),
             (lambda: recorder.transition(Transition.TRANSITION_ACTIVATE, STEP_TIMEOUT_S),
              'failed to activate'))
         for step, failure in steps:
@@ -176,8 +197,6 @@ class Demo:
             check_stop()  # each step takes up to seconds; a signal meanwhile stops here
             if not done:
                 return self._dead(sim, node) or f'the policy node {failure}'
-        status = self.status
-        assert status is not None
         period = 1.0 / self.profile.control_hz
         factor = 2.0 if run.prefetch else 4.0  # without prefetch it stalls at every chunk
         budget = self.cold_wall_s + factor * self.actions * period + STEP_TIMEOUT_S
@@ -195,6 +214,15 @@ class Demo:
         if data.outcome['outcome'] != 'completed':
             return f'the episode ended {data.outcome["outcome"]}: {data.outcome["reason"]}'
         return ''
+
+    def _showing(self, step: Callable[[], bool], status: Callable[[], str],
+                 *children: ChildProcess) -> bool:
+        """Run `step` on a thread of its own, showing `status` until it returns."""
+        result: list[bool] = []
+        thread = threading.Thread(target=lambda: result.append(step()), daemon=True)
+        thread.start()
+        self._wait(lambda: not thread.is_alive(), float('inf'), *children, status=status)
+        return bool(result and result[0])
 
     def _wait(self, done: Any, timeout_s: float, *children: ChildProcess,
               status: Any = None) -> bool:

@@ -180,3 +180,21 @@ def test_config_files_are_found_for_every_model():
         assert path.is_file() and f"model: '{model}'" in path.read_text()
     with pytest.raises(FileNotFoundError, match='no_such_model.yaml'):
         config_file('no-such-model')
+
+
+@pytest.mark.parametrize('protocol', ['direct', 'v1'])
+def test_demo_against_a_gateway_serving_one_protocol(protocol, tmp_path):
+    """The node's protocol auto finds what the gateway serves; the episode is labelled."""
+    instance, status, text = demo('--warm', '--no-compare', '--actions', '45', '--protocol',
+                                  protocol, '--out', str(tmp_path / 'demo.png'))
+    assert status == 0, text
+    assert f'the gateway serves {protocol}' in text
+    (run,) = instance.runs
+    assert run.data.outcome['outcome'] == 'completed', text
+    if importlib.util.find_spec('mcap_ros2') is None:
+        return
+    from sequence_ai_ros.record.labels import read_label
+    (episode,) = sorted((tmp_path / 'episodes').glob('*.mcap'))
+    label = read_label(episode)
+    assert label is not None and label.success is True, label
+    assert 'prefetch on' in label.notes
