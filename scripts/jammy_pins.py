@@ -27,8 +27,10 @@ REPO = cached_venv.REPO
 # The test files that import no rclpy and no gateway module in the test process.
 # (Not the hypothesis-driven ones: the pinned hypothesis wants Python 3.11.)
 DEFAULT_TESTS = ('test/realtime/test_client.py', 'test/realtime/test_client_faults.py',
-                 'test/unit/test_client_playback.py', 'test/unit/test_engine.py',
-                 'test/unit/test_images.py', 'test/unit/test_stamped_actions.py')
+                 'test/realtime/test_client_direct.py', 'test/unit/test_client_direct_parts.py',
+                 'test/unit/test_client_direct_tls.py', 'test/unit/test_client_playback.py',
+                 'test/unit/test_engine.py', 'test/unit/test_images.py',
+                 'test/unit/test_stamped_actions.py')
 FROM_DEV = ('pytest', 'pytest-rerunfailures')
 # The package's imports, checked after the build: the client and the node's pure parts load.
 PROBE = ('import numpy, PIL, httpx, sys; '
