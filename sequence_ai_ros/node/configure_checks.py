@@ -27,7 +27,7 @@ from .params import ConfigError, NodeConfig
 from .probe import wait_for_message
 
 __all__ = ['check_action_space', 'check_controllers', 'check_joint_names', 'check_model',
-           'connect']
+           'connect', 'untrusted_gateway']
 
 # A controller_manager that has not answered by then is not asked about its rate: a driver
 # without one must not slow configure by the whole configure_timeout_s.
@@ -90,11 +90,7 @@ def check_model(node: Node, policy: sai.Policy, config: NodeConfig) -> sai.Model
         check_action_space(None, config, policy.protocol)
         return None
     except sai.CertificateError as exc:
-        # The client's own advice names its verify= argument; here it is a parameter.
-        reason = str(exc).split(';')[0]
-        advice = (f'ca_file {config.ca_file} does not sign it' if config.ca_file else
-                  'set the ca_file parameter to the PEM file of the CA that signs it')
-        raise ConfigError(f'{reason}: {advice}') from exc
+        raise untrusted_gateway(exc, config) from exc
     if entry is None:
         if policy.protocol == 'direct' and config.action_space:
             node.get_logger().info(f'{config.model} is not in the catalogue (a robot '
@@ -115,6 +111,17 @@ def check_model(node: Node, policy: sai.Policy, config: NodeConfig) -> sai.Model
                           f'values but joint_names + gripper_joint give {dims}')
     check_action_space(entry, config, policy.protocol)
     return entry
+
+
+def untrusted_gateway(exc: sai.CertificateError, config: NodeConfig) -> Exception:
+    """Return the configure error for a gateway certificate that failed verification."""
+    if isinstance(exc, sai.CertPinError):  # the worker's, pinned: no parameter mends it
+        return exc
+    # The client's own advice names its verify= argument; here it is a parameter.
+    reason = str(exc).split(';')[0]
+    advice = (f'ca_file {config.ca_file} does not sign it' if config.ca_file else
+              'set the ca_file parameter to the PEM file of the CA that signs it')
+    return ConfigError(f'{reason}: {advice}')
 
 
 def check_action_space(entry: sai.Model | None, config: NodeConfig, protocol: str) -> str:

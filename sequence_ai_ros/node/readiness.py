@@ -12,6 +12,7 @@ from collections.abc import Callable
 from rclpy.node import Node
 import sequence_ai_ros as sai
 
+from .configure_checks import untrusted_gateway
 from .params import NodeConfig
 
 __all__ = ['describe_readiness', 'settle_protocol', 'wait_ready']
@@ -19,7 +20,10 @@ __all__ = ['describe_readiness', 'settle_protocol', 'wait_ready']
 
 def settle_protocol(node: Node, policy: sai.Policy, config: NodeConfig) -> str:
     """Connect as `protocol` says and log which protocol the node uses; return it."""
-    protocol = policy.resolve_protocol()
+    try:
+        protocol = policy.resolve_protocol()
+    except sai.CertificateError as exc:
+        raise untrusted_gateway(exc, config) from exc
     asked = '' if config.protocol == protocol else f' (protocol {config.protocol})'
     node.get_logger().info(f'{config.model}: using the {protocol} protocol{asked}')
     return protocol

@@ -87,8 +87,9 @@ def real_answer(gateway):
 def node(ros, proxy):
     """Run one node for every proxy case, explicit starts, through the proxy."""
     robot = Robot(ros.node, 'gwfaults', watch_diagnostics=True)
+    # v1: the faults are /v1/act answers the proxy rewrites (a direct act goes to the worker).
     params = node_parameters(
-        base_url=proxy.url(), max_actions=10**6, start_on_activate=False,
+        base_url=proxy.url(), protocol='v1', max_actions=10**6, start_on_activate=False,
         request_timeout_s=REQUEST_TIMEOUT_S, request_retries=RETRIES,
         retry_backoff_s=BACKOFF_S,
         # Inputs are not under test here: a test-side publisher stalled by a loaded machine
