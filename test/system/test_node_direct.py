@@ -1,0 +1,193 @@
+"""
+The policy node on the service's direct protocol, and the same episodes on v1.
+
+Real processes: the local gateway (serving both protocols unless a test says which), the node,
+and the test-side robot over DDS. The gateway's /v1/_local/stats is the witness of what reached
+it: seats held and released, episodes, labels.
+"""
+
+import itertools
+import json
+import signal
+import time
+
+from fixtures_gateway import node_gateway_args, NODE_GATEWAY_KEYS
+from lifecycle_msgs.msg import Transition
+import pytest
+from ros_harness import (
+    final_hold,
+    moving_after,
+    NODE_ENV,
+    node_parameters,
+    outcome_after,
+    PolicyNodeProcess,
+    process_counts,
+    Robot,
+    wait_until,
+)
+from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.harness.service_calls import call_service
+from std_srvs.srv import SetBool
+
+MODEL = 'accounts/sequences/models/pi05-droid'
+_names = (f'direct{i}' for i in itertools.count())
+
+
+def start_gateway(*flags):
+    return GatewayProcess(node_gateway_args(0.4, *flags), keys=NODE_GATEWAY_KEYS)
+
+
+@pytest.fixture(scope='module')
+def gateway():
+    """Both protocols, as a gateway starts by default: the node's auto takes direct."""
+    with start_gateway() as process:
+        yield process
+
+
+@pytest.fixture
+def launch(ros):
+    """Start a node in a fresh namespace against `gw`; stop it (and its robot) afterwards."""
+    started = []
+
+    def start(gw, **params):
+        namespace = next(_names)
+        robot = Robot(ros.node, namespace)
+        process = PolicyNodeProcess(namespace, node_parameters(base_url=gw.base_url, **params),
+                                    NODE_ENV)
+        started.append((robot, process))
+        assert wait_until(robot.change_client.service_is_ready, 30), process.log()
+        return robot, process
+    yield start
+    for robot, process in started:
+        robot.close()
+        process.stop()
+
+
+def seats(gw):
+    """Return (held, released) of pi05-droid's seats on the gateway."""
+    row = gw.stats()['direct']['seats'][MODEL]
+    return row['held'], row['released']
+
+
+def moving(robot, process, count=10):
+    started = time.monotonic()
+    assert wait_until(lambda: moving_after(robot, started) >= count, 20), process.log()[-3000:]
+
+
+# -- seats: given back on every way the node can end --------------------------------------------
+
+def _cleanup(robot, process):
+    assert robot.deactivate() and robot.cleanup(), process.log()[-3000:]
+
+
+def _shutdown(robot, process):
+    assert robot.transition(Transition.TRANSITION_ACTIVE_SHUTDOWN), process.log()[-3000:]
+
+
+def _signal(number):
+    def send(robot, process):
+        process.proc.send_signal(number)
+        assert process.proc.wait(20) == 0, process.log()[-3000:]
+    return send
+
+
+ENDINGS = {'cleanup': _cleanup, 'shutdown': _shutdown, 'SIGINT': _signal(signal.SIGINT),
+           'SIGTERM': _signal(signal.SIGTERM)}
+
+
+@pytest.mark.parametrize('ending', list(ENDINGS))
+def test_the_seat_is_given_back_however_the_node_ends(gateway, launch, ending):
+    robot, process = launch(gateway, max_actions=10**6)
+    held, released = seats(gateway)
+    assert robot.configure() and robot.activate(), process.log()[-3000:]
+    assert 'using the direct protocol' in process.log()
+    assert seats(gateway) == (held + 1, released), 'configure did not take a seat'
+    moving(robot, process)
+    ENDINGS[ending](robot, process)
+    assert wait_until(lambda: seats(gateway) == (held, released + 1), 10), \
+        (seats(gateway), process.log()[-3000:])
+    assert 'holding:' in process.log(), 'the arm was not held before the end'
+
+
+# -- configure: the action space is stated, or configure says which parameter to set -------------
+
+def test_an_action_space_that_contradicts_the_deployment_fails_configure(gateway, launch):
+    robot, process = launch(gateway, action_space='joint_position')
+    assert not robot.configure()
+    assert wait_until(lambda: 'parameter action_space' in process.log(), 5), process.log()
+    assert "states 'joint_velocity'" in process.log()
+    assert robot.command_list() == []
+
+
+# -- interrupt: deactivate does not wait for the act in flight ---------------------------------
+
+def test_deactivate_cuts_a_slow_act_at_once(launch):
+    # 60 model s per act at 0.2: 12 s, against a 30 s request timeout.
+    with start_gateway('--latency-median-s', '60') as slow:
+        robot, process = launch(slow, request_timeout_s=30.0, max_actions=10**6)
+        assert robot.configure(), process.log()[-3000:]
+        baseline = process_counts(process.proc.pid)
+        assert robot.activate(), process.log()[-3000:]
+        assert wait_until(lambda: slow.stats()['direct']['acts_running'] > 0, 10), \
+            slow.stats()['direct']
+        began = time.monotonic()
+        assert robot.deactivate(), process.log()[-3000:]
+        took = time.monotonic() - began
+        # The act's worker thread ends with the cut connection, not 12 s later.
+        threads = wait_until(lambda: process_counts(process.proc.pid)[0] <= baseline[0], 5)
+        assert took < 6.0, f'deactivate took {took:.1f} s: it waited for the act'
+        assert threads, (process_counts(process.proc.pid), baseline)
+        assert robot.state() == 'inactive'
+        result = outcome_after(robot, 0, 5)
+        assert result is not None and result['reason'] == 'deactivated', result
+
+
+# -- episodes end to end on either protocol -----------------------------------------------------
+
+@pytest.fixture(scope='module', params=['direct', 'v1'])
+def one_protocol_gateway(request):
+    """Yield a gateway serving one protocol only: the node's auto must find it."""
+    with start_gateway('--protocol', request.param) as process:
+        process.protocol = request.param
+        yield process
+
+
+def label(ros, namespace, success):
+    client = ros.node.create_client(SetBool, f'/{namespace}/policy_node/label_episode')
+    try:
+        assert wait_until(client.service_is_ready, 10)
+        return call_service(client, SetBool.Request(data=success), 10.0)
+    finally:
+        ros.node.destroy_client(client)
+
+
+def test_episodes_complete_hold_and_are_recorded_and_labelled(one_protocol_gateway, launch,
+                                                              ros, tmp_path):
+    gw, protocol = one_protocol_gateway, one_protocol_gateway.protocol
+    robot, process = launch(gw, max_actions=45, record_dir=str(tmp_path),
+                            label_notes='reached it')
+    assert robot.configure() and robot.activate(), process.log()[-3000:]
+    assert f'using the {protocol} protocol' in process.log()
+    done = outcome_after(robot, 0, 30)
+    assert done is not None and done['outcome'] == 'completed', done
+    answer = label(ros, process.namespace, True)
+    assert answer.success, answer.message
+    assert 'recording' in answer.message
+    assert ('gateway episode' in answer.message) == (protocol == 'direct'), answer.message
+    # A second episode, stopped: it ends holding.
+    assert robot.start_episode().success
+    moving(robot, process, 5)
+    stopped = time.monotonic()
+    assert robot.stop_episode().success
+    assert final_hold(robot, stopped) is not None, 'no hold after the stop'
+    stopped_result = outcome_after(robot, 1, 10)
+    assert stopped_result is not None and stopped_result['outcome'] == 'stopped'
+    from sequence_ai_ros.record.labels import read_label
+    files = sorted(tmp_path.glob('*.mcap'))
+    assert len(files) == 2, list(tmp_path.iterdir())
+    labels = [read_label(path) for path in files]
+    assert [lb is not None and lb.success for lb in labels].count(True) == 1, labels
+    assert any(lb is not None and lb.notes == 'reached it' for lb in labels), labels
+    if protocol == 'direct':
+        direct = gw.stats()['direct']
+        assert 'reached it' in json.dumps(direct), direct  # the gateway keeps the label
