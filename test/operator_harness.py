@@ -67,8 +67,10 @@ REPO = str(Path(__file__).resolve().parents[1])
 
 def session_parameters(base_url: str) -> dict:
     """Return the node's parameters for an operator session against `base_url`."""
+    # v1: the session's faults are /v1/act answers its proxy rewrites (a direct act would go
+    # to the worker, around the proxy); test_node_direct runs the node's episodes on direct.
     return node_parameters(
-        base_url=base_url, max_actions=MAX_ACTIONS, start_on_activate=False,
+        base_url=base_url, protocol='v1', max_actions=MAX_ACTIONS, start_on_activate=False,
         request_timeout_s=REQUEST_TIMEOUT_S, request_retries=RETRIES, retry_backoff_s=BACKOFF_S,
         startup_timeout_s=STARTUP_TIMEOUT_S, safety_gate_topic='safety_gate',
         safety_gate_timeout_s=GATE_TIMEOUT_S, joint_state_timeout_s=JOINT_TIMEOUT_S,
