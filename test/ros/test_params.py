@@ -41,7 +41,7 @@ def refusal(context, **overrides) -> str:
 def test_every_field_is_one_declared_parameter():
     assert [spec.field for spec in params.PARAMETERS.values()] == \
         [f.name for f in fields(params.NodeConfig)]
-    assert params.CONFIGURE_PARAMETERS == set(params.PARAMETERS) - {'instruction'}
+    assert params.CONFIGURE_PARAMETERS == set(params.PARAMETERS) - {'instruction', 'label_notes'}
 
 
 def test_a_default_that_is_not_its_fields_type_fails_at_import():
@@ -99,6 +99,8 @@ def test_a_required_parameter_left_at_its_default_fails_configure_naming_it(cont
 @pytest.mark.parametrize('overrides,named', [
     ({'join_mode': 'nearest'}, 'join_mode: must be one of'),
     ({'seam_blend': 'cubic'}, 'seam_blend: must be one of'),
+    ({'protocol': 'grpc'}, 'protocol: must be one of'),
+    ({'action_space': 'ee_pose'}, 'action_space: must be one of'),
     ({'output_mode': 'effort'}, 'output_mode: must be one of'),
     ({'gripper_interface': 'magic'}, 'gripper_interface: must be one of'),
     ({'gripper_on_failure': 'retry'}, 'gripper_on_failure: must be one of'),
