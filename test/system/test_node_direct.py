@@ -191,3 +191,26 @@ def test_episodes_complete_hold_and_are_recorded_and_labelled(one_protocol_gatew
     if protocol == 'direct':
         direct = gw.stats()['direct']
         assert 'reached it' in json.dumps(direct), direct  # the gateway keeps the label
+
+
+# -- the worker losing the episode under the node --------------------------------------------
+
+def test_a_gateway_restart_loses_the_episode_the_arm_holds_and_the_next_one_runs(launch):
+    with start_gateway() as gw:
+        robot, process = launch(gw, max_actions=10**6, request_retries=3)
+        assert robot.configure() and robot.activate(), process.log()[-3000:]
+        moving(robot, process)
+        restarted = time.monotonic()
+        gw.stop()
+        gw.start()  # the same port; the worker knows none of the node's episodes
+        result = outcome_after(robot, 0, 20)
+        assert result is not None and result['outcome'] == 'error', result
+        # The service's reason and request id reach the outcome (and the log, /diagnostics).
+        assert 'episode_lost, request r-' in result['reason'], result
+        assert 'episode_lost' in process.log()
+        assert final_hold(robot, restarted) is not None, 'the arm was not held'
+        assert robot.start_episode().success, process.log()[-3000:]
+        moving(robot, process, 5)
+        assert robot.stop_episode().success
+        assert outcome_after(robot, 1, 10)['outcome'] == 'stopped'
+        assert process.proc.poll() is None
