@@ -11,7 +11,8 @@ import json
 import signal
 import time
 
-from fixtures_gateway import node_gateway_args, NODE_GATEWAY_KEYS
+from diagnostic_msgs.msg import DiagnosticStatus
+from fixtures_gateway import node_gateway_args, NODE_GATEWAY_KEYS, NODE_SCALE
 from lifecycle_msgs.msg import Transition
 import pytest
 from ros_harness import (
@@ -23,6 +24,8 @@ from ros_harness import (
     PolicyNodeProcess,
     process_counts,
     Robot,
+    status_values,
+    statuses_after,
     wait_until,
 )
 from sequence_ai_ros.gateway.process import GatewayProcess
@@ -30,6 +33,7 @@ from sequence_ai_ros.harness.service_calls import call_service
 from std_srvs.srv import SetBool
 
 MODEL = 'accounts/sequences/models/pi05-droid'
+WARN = DiagnosticStatus.WARN
 _names = (f'direct{i}' for i in itertools.count())
 
 
@@ -49,9 +53,9 @@ def launch(ros):
     """Start a node in a fresh namespace against `gw`; stop it (and its robot) afterwards."""
     started = []
 
-    def start(gw, **params):
+    def start(gw, watch_diagnostics=False, **params):
         namespace = next(_names)
-        robot = Robot(ros.node, namespace)
+        robot = Robot(ros.node, namespace, watch_diagnostics=watch_diagnostics)
         process = PolicyNodeProcess(namespace, node_parameters(base_url=gw.base_url, **params),
                                     NODE_ENV)
         started.append((robot, process))
@@ -214,3 +218,37 @@ def test_a_gateway_restart_loses_the_episode_the_arm_holds_and_the_next_one_runs
         assert robot.stop_episode().success
         assert outcome_after(robot, 1, 10)['outcome'] == 'stopped'
         assert process.proc.poll() is None
+
+
+# -- readiness: configure waits for the worker, and says what it waits for ---------------------
+
+def test_configure_waits_for_a_cold_worker_and_reports_it(launch):
+    # 25 model s of cold start at the node tests' 0.2: 5 s.
+    cold = ['--time-scale', str(NODE_SCALE), '--cold-start-s', '25', '--latency-median-s', '0.4']
+    with GatewayProcess(cold, keys=NODE_GATEWAY_KEYS) as gw:
+        # No controller to ask: configure's wait is the worker's alone.
+        robot, process = launch(gw, watch_diagnostics=True, max_actions=30,
+                                check_controller=False)
+        began = time.monotonic()
+        assert robot.configure(), process.log()[-3000:]
+        log = process.log()
+        assert 'waiting: status' in log and 'ready after' in log, log[-3000:]
+        warned = [s for _, s in statuses_after(robot, began, 'gateway')
+                  if s.level == WARN and 'is not ready' in s.message]
+        assert warned, [s.message for _, s in statuses_after(robot, began, 'gateway')]
+        assert status_values(warned[-1])['protocol'] == 'direct'
+        assert gw.stats()['models'][MODEL]['state'] != 'warming', 'configured before ready'
+        assert robot.activate(), process.log()[-3000:]
+        done = outcome_after(robot, 0, 30)
+        assert done is not None and done['outcome'] == 'completed', done
+
+
+def test_a_worker_not_ready_within_startup_timeout_fails_configure(launch):
+    cold = ['--time-scale', str(NODE_SCALE), '--cold-start-s', '100']  # 20 s here
+    with GatewayProcess(cold, keys=NODE_GATEWAY_KEYS) as gw:
+        robot, process = launch(gw, startup_timeout_s=2.0)
+        assert not robot.configure()
+        assert wait_until(lambda: 'configure failed' in process.log(), 5), process.log()
+        assert 'not ready after 2s' in process.log(), process.log()[-3000:]
+        assert robot.command_list() == []
+        assert wait_until(lambda: seats(gw)[0] == 0, 5), 'the failed configure kept its seat'
