@@ -193,7 +193,9 @@ class Bench:
         return out
 
     def policy(self, base_url: str) -> Policy:
-        return connect(MODEL, api_key=KEY, base_url=base_url, verify=self.trust)
+        # /v1/act, as the published 0.1.0 client beside it, through the same delaying proxy.
+        return connect(MODEL, api_key=KEY, base_url=base_url, verify=self.trust,
+                       protocol='v1')
 
     def client(self, base_url: str) -> httpx.Client:
         return httpx.Client(base_url=base_url, verify=self.trust, timeout=30.0,

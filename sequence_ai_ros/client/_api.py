@@ -17,7 +17,7 @@ from ._types import Model
 def connect(model: str, *, api_key: str | None = None, base_url: str | None = None,
             control_hz: float | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
             verify: bool | str | ssl.SSLContext = True,
-            observer: PolicyObserver | None = None, protocol: str = 'v1',
+            observer: PolicyObserver | None = None, protocol: str = 'auto',
             action_space: str | None = None,
             _pin: Callable[[WorkerRoute], WorkerRoute] | None = None) -> Policy:
     """
@@ -31,8 +31,8 @@ def connect(model: str, *, api_key: str | None = None, base_url: str | None = No
     timeout_s   per-request timeout
     verify      TLS: True (system CAs), a CA file path, or an ssl.SSLContext; never off
     observer    a PolicyObserver told of every request (instrumentation), else none
-    protocol    `v1` (POST /v1/act, the default for now), `direct`, or `auto` (the direct
-                protocol, else v1 when the gateway has none); policy.protocol says which
+    protocol    `auto` (the service's current, direct protocol; /v1/act only when the gateway
+                has no direct protocol), `direct` or `v1`; policy.protocol says which
     action_space  the deployment's action space (`joint_velocity`, `joint_position`, ...)
                 when its answers do not state it (direct, no preset chunk); never guessed
     """

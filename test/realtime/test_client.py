@@ -99,7 +99,7 @@ def test_models_is_public(gateway, monkeypatch, tmp_path):
 # -- predict and next_action ----------------------------------------------------------------
 
 def test_predict_returns_a_checked_chunk(gateway):
-    with connect(gateway) as policy:
+    with connect(gateway, protocol='v1') as policy:
         prediction = policy.predict(OBS, seed=3)
     chunk = prediction.action_chunk
     assert prediction.id.startswith('act_')
@@ -111,7 +111,7 @@ def test_predict_returns_a_checked_chunk(gateway):
 
 
 def test_next_action_pops_refills_and_never_returns_none(gateway):
-    with connect(gateway) as policy:
+    with connect(gateway, protocol='v1') as policy:
         with pytest.raises(sai.ChunkExhausted):
             policy.next_action()
         first = policy.next_action(OBS)
@@ -150,11 +150,11 @@ def test_out_of_credit_and_failed_calls_are_free(gateway):
 
 
 def test_invalid_requests_carry_the_servers_message(gateway):
-    with connect(gateway) as policy:
+    with connect(gateway, protocol='v1') as policy:
         with pytest.raises(sai.InvalidRequest) as caught:
             policy.predict(observation(joints=[0.0] * 6))
         assert caught.value.status == 422 and 'joint_positions' in caught.value.message
-    with connect(gateway, model='no-such-model') as policy:
+    with connect(gateway, protocol='v1', model='no-such-model') as policy:
         with pytest.raises(sai.InvalidRequest) as caught:
             policy.predict(OBS)
         assert caught.value.status == 404
@@ -162,7 +162,7 @@ def test_invalid_requests_carry_the_servers_message(gateway):
 
 def test_cold_worker_answers_warming_with_retry_after(gateway):
     with GatewayProcess(['--time-scale', '0.02'], keys={KEY: 100}) as cold:
-        with connect(cold) as policy:
+        with connect(cold, protocol='v1') as policy:
             with pytest.raises(sai.Unavailable) as caught:
                 policy.predict(OBS)
     error = caught.value
@@ -414,7 +414,7 @@ def test_close_is_idempotent_and_a_closed_policy_says_so(gateway):
 def test_close_drains_a_request_in_flight_without_leaking_threads(gateway):
     before_threads = threading.active_count()
     before_acts = gateway.stats()['acts'].get('accounts/sequences/models/pi05-droid', {})
-    policy = connect(gateway)
+    policy = connect(gateway, protocol='v1')
     policy.next_action(OBS)
     while policy.buffered > 2:  # play until the background refill has started
         policy.next_action(OBS)
@@ -428,7 +428,7 @@ def test_a_server_fault_is_the_base_error_with_status_and_message():
     plugin = 'fixtures_gateway:make_plugin_policy'  # instruction 'raise' makes it fail
     with GatewayProcess(['--time-scale', '0.02', '--start-warm', '--policy', plugin],
                         keys={KEY: 100}, import_paths=[TEST_DIR]) as broken:
-        with connect(broken) as policy:
+        with connect(broken, protocol='v1') as policy:
             with pytest.raises(sai.SequencesError) as caught:
                 policy.predict(observation(instruction='raise'))
     error = caught.value
@@ -437,7 +437,7 @@ def test_a_server_fault_is_the_base_error_with_status_and_message():
 
 def test_reconnects_after_the_gateway_restarts_without_leaking_threads():
     with GatewayProcess(['--time-scale', '0.2', '--start-warm'], keys={KEY: 100}) as gw:
-        with connect(gw) as policy:
+        with connect(gw, protocol='v1') as policy:
             policy.predict(OBS)
             threads = threading.active_count()
             gw.restart()  # same port: the kept-alive connection is now dead

@@ -219,8 +219,11 @@ def test_a_seat_the_gateway_dropped_is_reported_then_taken_again(direct_only):
         assert not policy.seat_lost
 
 
-def test_connect_stays_on_v1_unless_asked(both):
+def test_connect_speaks_direct_by_default_and_v1_when_asked(both):
     with sai.connect('pi05-droid', base_url=both.base_url, api_key=KEY) as policy:
+        assert policy.predict(OBS).id.startswith('r-') and policy.protocol == 'direct'
+    with sai.connect('pi05-droid', base_url=both.base_url, api_key=KEY,
+                     protocol='v1') as policy:
         assert policy.protocol == 'v1'
         assert policy.predict(OBS).id.startswith('act_')
         with pytest.raises(sai.InvalidRequest, match='direct protocol'):

@@ -27,7 +27,10 @@ def accept(action):
 
 
 def connect(gateway, model='pi05-droid', **kwargs):
+    # /v1/act: the fault proxy stands in front of the gateway, and a direct worker's address
+    # comes from the connect answer, past the proxy.
     kwargs.setdefault('api_key', KEY)
+    kwargs.setdefault('protocol', 'v1')
     return sai.connect(model, base_url=gateway.base_url, **kwargs)
 
 
@@ -129,7 +132,7 @@ def proxy(warm_gateway):
 
 def via(link, **kwargs):
     kwargs.setdefault('api_key', KEY)
-    return sai.connect('pi05-droid', base_url=link.url(), **kwargs)
+    return sai.connect('pi05-droid', base_url=link.url(), protocol='v1', **kwargs)
 
 
 class Recorder:
@@ -308,7 +311,8 @@ def test_credit_running_out_mid_run_stops_and_holds(fault_matrix):
     poor = 'seq_client_fault_tests_poor_00003'
     with GatewayProcess(['--time-scale', '0.2', '--start-warm'], keys={poor: 4}) as gw:
         robot = Recorder()
-        with sai.connect('pi05-droid', base_url=gw.base_url, api_key=poor) as policy:
+        with sai.connect('pi05-droid', base_url=gw.base_url, api_key=poor,
+                         protocol='v1') as policy:
             with pytest.raises(sai.OutOfCredit):
                 robot.run(policy)
     robot.assert_only_model_actions()
@@ -330,7 +334,7 @@ def _real_answer(gateway):
 
 
 def via_gateway(gateway):
-    return sai.connect('pi05-droid', base_url=gateway.base_url, api_key=KEY)
+    return sai.connect('pi05-droid', base_url=gateway.base_url, api_key=KEY, protocol='v1')
 
 
 def _mutated(answer, mutate):

@@ -64,7 +64,8 @@ class Arm:
 
 def _run(gateway, name: str, chunks: int = 8):
     arm, answers = Arm(name), []
-    with sai.connect(name, api_key=RUN_KEY, base_url=gateway.base_url) as policy:
+    with sai.connect(name, api_key=RUN_KEY, base_url=gateway.base_url,
+                     protocol='v1') as policy:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter('always')
             outcome = policy.run(arm.observe, arm.act, validate=lambda a: True,
