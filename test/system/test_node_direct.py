@@ -17,6 +17,7 @@ from lifecycle_msgs.msg import Transition
 import pytest
 from ros_harness import (
     final_hold,
+    holds_after,
     moving_after,
     NODE_ENV,
     node_parameters,
@@ -252,3 +253,24 @@ def test_a_worker_not_ready_within_startup_timeout_fails_configure(launch):
         assert 'not ready after 2s' in process.log(), process.log()[-3000:]
         assert robot.command_list() == []
         assert wait_until(lambda: seats(gw)[0] == 0, 5), 'the failed configure kept its seat'
+
+
+def test_a_model_gone_cold_mid_episode_holds_and_the_episode_goes_on(launch):
+    # v1 (no episode on the wire to lose): the restarted gateway answers 503 warming for
+    # 10 model s (2 s here); the node holds, waits it out and moves again in the same episode.
+    flags = ['--time-scale', str(NODE_SCALE), '--latency-median-s', '0.4']
+    with GatewayProcess([*flags, '--start-warm'], keys=NODE_GATEWAY_KEYS) as gw:
+        robot, process = launch(gw, protocol='v1', max_actions=10**6, request_retries=20,
+                                retry_backoff_s=0.05, startup_timeout_s=30.0)
+        assert robot.configure() and robot.activate(), process.log()[-3000:]
+        moving(robot, process)
+        restarted = time.monotonic()
+        gw.stop()
+        gw.args = [*flags, '--cold-start-s', '10']
+        gw.start()
+        assert wait_until(lambda: 'model not ready, waiting' in process.log(), 20), \
+            process.log()[-3000:]
+        assert holds_after(robot, restarted), 'the arm was not held while warming'
+        moving(robot, process, 20)  # the same episode moves again once the model is warm
+        assert robot.outcomes == [], robot.outcomes
+        assert robot.stop_episode().success
