@@ -2,12 +2,14 @@
 A venv built once from pinned requirements and reused while its inputs are unchanged.
 
 The venv's directory holds a `.stamp-<hash>` of every file that decides its contents; a run
-whose hash differs builds it again from scratch. Used by scripts/sourced_ros.py and
-scripts/jammy_pins.py.
+whose hash differs builds it again from scratch. Used by scripts/sourced_ros.py,
+scripts/jammy_pins.py and scripts/published_client.py.
 """
 
+import argparse
 from collections.abc import Callable, Iterable
 import hashlib
+import os
 from pathlib import Path
 import shutil
 import subprocess
@@ -71,3 +73,25 @@ def ensure(venv: Path, python: str, inputs: Iterable[Path], requirements: list[s
         after(venv)
     marker.touch()
     return venv / 'bin' / 'python'
+
+
+def client_arguments(argv: list[str], doc: str, venv: str,
+                     python: str) -> tuple[argparse.Namespace, list[str]]:
+    """
+    Parse a client venv's flags (--venv, --python, --gateway-python); the rest go to pytest.
+
+    `venv` names its folder under .venv, `python` its default interpreter.
+    """
+    parser = argparse.ArgumentParser(description=doc.strip().splitlines()[0])
+    parser.add_argument('--venv', type=Path, default=REPO / '.venv' / venv)
+    parser.add_argument('--python', default=python)
+    parser.add_argument('--gateway-python', required=True,
+                        help='an interpreter with requirements.txt installed, for the gateway')
+    return parser.parse_known_args(argv)
+
+
+def client_environment(gateway_python: str) -> dict[str, str]:
+    """Return the environment a client venv's pytest runs in, naming the gateway's interpreter."""
+    env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'VIRTUAL_ENV')}
+    env['SEQUENCE_AI_ROS_GATEWAY_PYTHON'] = str(Path(gateway_python).absolute())
+    return env

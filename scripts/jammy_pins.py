@@ -14,8 +14,6 @@ on `--gateway-python` as a server process, as it would off the robot.
 If the interpreter is not there, it says so and exits 0 (skipped), naming what is missing.
 """
 
-import argparse
-import os
 from pathlib import Path
 import shutil
 import subprocess
@@ -40,12 +38,7 @@ PROBE = ('import numpy, PIL, httpx, sys; '
 
 def main(argv: list[str]) -> int:
     """Build (or reuse) the venv, then run pytest in it against a gateway on another Python."""
-    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    parser.add_argument('--venv', type=Path, default=REPO / '.venv' / 'jammy')
-    parser.add_argument('--python', default='python3.10')
-    parser.add_argument('--gateway-python', required=True,
-                        help='an interpreter with requirements.txt installed, for the gateway')
-    args, pytest_args = parser.parse_known_args(argv)
+    args, pytest_args = cached_venv.client_arguments(argv, __doc__, 'jammy', 'python3.10')
     if not _runs(args.python):
         print(f'SKIPPED: {args.python} is not an interpreter that runs here; Ubuntu 22.04 has '
               'it as python3.10')
@@ -60,8 +53,7 @@ def main(argv: list[str]) -> int:
 
     venv = args.venv.resolve()
     python = cached_venv.ensure(venv, args.python, inputs, requirements, after=finish)
-    env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'VIRTUAL_ENV')}
-    env['SEQUENCE_AI_ROS_GATEWAY_PYTHON'] = str(Path(args.gateway_python).absolute())
+    env = cached_venv.client_environment(args.gateway_python)
     cached_venv.run(python, '-c', PROBE, env=env, cwd='/')
     tests = cached_venv.with_default_tests(pytest_args, DEFAULT_TESTS)
     print('== Python 3.10, Ubuntu 22.04 pins; the gateway on', args.gateway_python, flush=True)

@@ -14,8 +14,6 @@ process, as a robot reaches a server.
 If the interpreter is not there, it says so and exits 0 (skipped), naming what is missing.
 """
 
-import argparse
-import os
 from pathlib import Path
 import shutil
 import subprocess
@@ -32,20 +30,14 @@ PROBE = ('import sys, sequence_ai, sequence_base; from importlib.metadata import
 
 def main(argv: list[str]) -> int:
     """Build (or reuse) the venv, then run test/published in it."""
-    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    parser.add_argument('--venv', type=Path, default=REPO / '.venv' / 'published')
-    parser.add_argument('--python', default='python3.11')
-    parser.add_argument('--gateway-python', required=True,
-                        help='an interpreter with requirements.txt installed, for the gateway')
-    args, pytest_args = parser.parse_known_args(argv)
+    args, pytest_args = cached_venv.client_arguments(argv, __doc__, 'published', 'python3.11')
     if shutil.which(args.python) is None:
         print(f'SKIPPED: {args.python} is not on PATH; the published client needs Python 3.11')
         return 0
     requirements = cached_venv.pins(REQUIREMENTS, lambda name: True)
     venv = args.venv.resolve()
     python = cached_venv.ensure(venv, args.python, [REQUIREMENTS, Path(__file__)], requirements)
-    env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'VIRTUAL_ENV')}
-    env['SEQUENCE_AI_ROS_GATEWAY_PYTHON'] = str(Path(args.gateway_python).absolute())
+    env = cached_venv.client_environment(args.gateway_python)
     cached_venv.run(python, '-c', PROBE, env=env, cwd='/')
     tests = cached_venv.with_default_tests(pytest_args, ['test/published'])
     print('== the published sequence-ai client; the gateway on', args.gateway_python, flush=True)
