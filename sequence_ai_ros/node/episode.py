@@ -25,9 +25,10 @@ from .arm_output import FORWARD_VELOCITY, PLAN
 from .commands import Command, CommandMapper, UnsupportedActionSpace
 from .diagnostics import error_kind
 from .images import ImageError
+from .input_problem import input_problem
 from .inputs import InputCache
 from .params import NodeConfig
-from .safety import check_command, check_velocities, input_age_reason, is_stale, SafetyLimits
+from .safety import check_command, check_velocities, is_stale, SafetyLimits
 
 COMMAND, HOLD, IDLE, END = 'command', 'hold', 'idle', 'end'
 
@@ -116,7 +117,7 @@ class Episode:
         """Advance the episode to `now`."""
         if not self.running:
             return Tick(IDLE)
-        problem, arriving = self._input_problem(now)
+        problem, arriving = input_problem(self.inputs, self.config, now)
         if problem:
             if arriving and self.actions == 0 and now < self._grace_until:
                 return Tick(IDLE)  # inputs may still be arriving at episode start
@@ -183,35 +184,6 @@ class Episode:
         return self.inputs.builder(snapshot, size=self.config.image_size,
                                    quality=self.config.jpeg_quality)
 
-    def _input_problem(self, now: float) -> tuple[str, bool]:
-        """
-        Why the inputs cannot be used now ('' if they can), and whether it is only arriving.
-
-        Missing or old messages are "arriving": the start of an episode may wait them out.
-        """
-        inputs, config = self.inputs, self.config
-        if inputs.joint_state_problem:
-            return inputs.joint_state_problem, False
-        for problem in inputs.frame_problems.values():
-            if problem:
-                return problem, False
-        timeouts = inputs.timeouts(config.joint_state_timeout_s, config.camera_timeout_s)
-        for topic, age in inputs.ages(now).items():
-            timeout = timeouts[topic]
-            dropped = inputs.dropped_since_accepted.get(topic, 0)
-            why = f'; {dropped} since dropped, stamped older than the last accepted' \
-                if dropped else ''
-            stale = input_age_reason(topic, age, timeout, why)
-            if stale:
-                return stale, True
-        if config.safety_gate_topic:
-            gate_age = None if inputs.gate_time is None else now - inputs.gate_time
-            if is_stale(gate_age, config.safety_gate_timeout_s):
-                return f'safety gate {config.safety_gate_topic} silent (counts as closed)', False
-            if not inputs.gate_open:
-                return f'safety gate {config.safety_gate_topic} is closed', False
-        return '', False
-
     def _unavailable(self, exc: Unavailable, now: float) -> Tick:
         self._note_error(exc)
         if self._waiting_since is None:
@@ -268,7 +240,7 @@ class Episode:
     def _play(self, values: list[list[float]], now: float, first_s: float | None) -> Tick:
         """Play the step `values[-1]`, after the skipped `values[:-1]` (_catch_up)."""
         measured = self.inputs.last_finite_positions
-        assert measured is not None  # _input_problem guarantees a finite joint state
+        assert measured is not None  # input_problem guarantees a finite joint state
         if self.mapper is None:
             space = self.stream.action_space or ''
             try:
