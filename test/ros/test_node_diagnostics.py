@@ -237,3 +237,17 @@ def test_diagnostic_array_is_stamped():
     assert array.header.stamp == stamp
     assert [s.name for s in array.status][0] == f'{NODE}: gateway'
     assert len(array.status) == 4
+
+
+def test_the_protocol_the_worker_readiness_and_a_lost_seat_are_shown():
+    waiting = statuses(replace(RUNNING, episode_state='idle', node_state='unconfigured',
+                               latency_p50_s=None, protocol='direct',
+                               readiness='waiting: status queued, place in line 2'))['gateway']
+    values = {kv.key: kv.value for kv in waiting.values}
+    assert waiting.level == WARN and 'place in line 2' in waiting.message
+    assert values['protocol'] == 'direct' and values['seat'] == 'held'
+    lost = statuses(replace(RUNNING, protocol='direct', readiness='ready',
+                            seat_lost=True))['gateway']
+    assert lost.level == ERROR and 'seat' in lost.message and 'holds' in lost.message
+    v1 = statuses(replace(RUNNING, protocol='v1'))['gateway']
+    assert v1.level == OK and {kv.key: kv.value for kv in v1.values}['seat'] == 'n/a'
