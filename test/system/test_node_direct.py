@@ -274,3 +274,22 @@ def test_a_model_gone_cold_mid_episode_holds_and_the_episode_goes_on(launch):
         moving(robot, process, 20)  # the same episode moves again once the model is warm
         assert robot.outcomes == [], robot.outcomes
         assert robot.stop_episode().success
+
+
+def test_a_refused_key_fails_configure_at_connect_and_never_reaches_the_log(gateway, ros):
+    wrong = 'seq_refused_key_for_the_direct_node_0001'
+    robot = Robot(ros.node, 'direct_refused', watch_diagnostics=True)
+    process = PolicyNodeProcess('direct_refused', node_parameters(base_url=gateway.base_url),
+                                {'SEQUENCES_API_KEY': wrong})
+    try:
+        assert wait_until(robot.change_client.service_is_ready, 30), process.log()
+        assert not robot.configure()
+        assert wait_until(lambda: 'configure failed' in process.log(), 5), process.log()
+        # The service's code and request id say which refusal it was; the key is not there.
+        assert 'unauthenticated, request r-' in process.log(), process.log()[-3000:]
+        texts = [process.log()] + [s.message + repr(s.values) for _, s in robot.diagnostics]
+        assert not any(wrong in text for text in texts), 'the key reached the log'
+        assert robot.command_list() == []
+    finally:
+        robot.close()
+        process.stop()
