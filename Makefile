@@ -33,7 +33,7 @@ TESTS ?= test
 # Kilted venv.
 JAZZY_TESTS ?= test/ros test/unit/test_images.py $(addprefix test/system/test_,$(addsuffix .py, \
 	demo forward_modes humble_api launch node node_controllers node_faults node_gateway_faults \
-	node_gripper_action node_lifecycle_abuse node_record node_trajectory_modes openpi_ros \
+	node_direct node_gripper_action node_lifecycle_abuse node_record node_trajectory_modes openpi_ros \
 	operator_session ros2_cli ros2_launch secrets signal_exits sim_joint_limits sim_jtc_node \
 	sim_node sim_parallel_gripper_action soak spin))
 # ROS 2 reached only through a sourced setup script, as on a robot: children must keep it.
