@@ -115,7 +115,7 @@ def _ms(since: float) -> float:
 
 
 def connects(base_url: str, n: int) -> tuple[list[float], list[float]]:
-    """Time `n` v1 connections' first answers and `n` direct connects (with the worker's)."""
+    """Return the times of `n` v1 first answers and of `n` direct connects, worker included."""
     v1, direct = [], []
     for i in range(n):
         with httpx.Client(base_url=base_url, timeout=30.0) as client:

@@ -74,12 +74,12 @@ def error_from_body(status: int, body: Any, *, text: str = '',
     message = str(detail if isinstance(detail, str) and detail else
                   fields.get('message') or f'HTTP {status}')
     retryable = fields.get('retryable')
-    common: dict[str, Any] = dict(
-        status=status, body=text[:4000] or None, code=code,
-        retryable=retryable if isinstance(retryable, bool) else spec_of(code).retryable,
-        retry_after_s=retry_after, request_id=str(request_id) if request_id else None,
-        hint=fields.get('hint') if isinstance(fields.get('hint'), str) else None,
-        details=details)
+    common: dict[str, Any] = {
+        'status': status, 'body': text[:4000] or None, 'code': code,
+        'retryable': retryable if isinstance(retryable, bool) else spec_of(code).retryable,
+        'retry_after_s': retry_after, 'request_id': str(request_id) if request_id else None,
+        'hint': fields.get('hint') if isinstance(fields.get('hint'), str) else None,
+        'details': details}
     if details.get('reason') == 'episode_lost':
         return EpisodeLost(message, **common)
     kind = _CLASSES.get(spec_of(code).kind, SequencesError)

@@ -14,13 +14,13 @@ from collections.abc import Awaitable, Callable
 import datetime
 from typing import Any
 
+from sequence_ai_ros.gateway.catalogue import ModelProfile
+from sequence_ai_ros.gateway.config import KEEPALIVE_EVERY_S, SEAT_TTL_S
+from sequence_ai_ros.gateway.errors import JsonReply, WarmingUp
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..catalogue import ModelProfile
-from ..config import KEEPALIVE_EVERY_S, SEAT_TTL_S
-from ..errors import JsonReply, WarmingUp
 from .errors import answered, DirectError, REQUEST_ID_HEADER, request_id_of, warming
 from .state import DirectState
 from .wire import read_object
@@ -83,8 +83,8 @@ class ControlPlane:
 
     def _keepalive(self) -> dict[str, float]:
         scaled = self.state.scaled
-        return {'every_s': round(scaled(KEEPALIVE_EVERY_S * self.state.settings.seat_ttl_s
-                                         / SEAT_TTL_S), 3),
+        every_s = KEEPALIVE_EVERY_S * self.state.settings.seat_ttl_s / SEAT_TTL_S
+        return {'every_s': round(scaled(every_s), 3),
                 'seat_ttl_s': round(scaled(self.state.settings.seat_ttl_s), 3)}
 
     def _wake(self, profile: ModelProfile) -> None:

@@ -14,10 +14,9 @@ from typing import Any
 
 from sequence_ai_ros.contract.error_codes import code_for_status, CODES, REASONS, spec_of
 from sequence_ai_ros.contract.key_masking import redact
+from sequence_ai_ros.gateway.errors import ApiError, JsonReply, WarmingUp
 from starlette.requests import Request
 from starlette.responses import Response
-
-from ..errors import ApiError, JsonReply, WarmingUp
 
 REQUEST_ID_HEADER = 'X-Seq-Request-Id'
 

@@ -12,9 +12,10 @@ v1 front's own validation (validation.validate_act), so one set of rules serves 
 
 from typing import Any
 
-from ..catalogue import ModelProfile
-from ..errors import ApiError, shown
-from ..validation import ActRequest, validate_act
+from sequence_ai_ros.gateway.catalogue import ModelProfile
+from sequence_ai_ros.gateway.errors import ApiError, shown
+from sequence_ai_ros.gateway.validation import ActRequest, validate_act
+
 from .errors import DirectError, from_api_error
 
 OBSERVATION_KEYS = ('images', 'proprioception', 'instruction', 'state')

@@ -3,10 +3,11 @@
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..catalogue import Catalogue, ModelProfile
-from ..config import DirectSettings
-from ..core import PolicyCore
-from ..keys import KeyLedger
+from sequence_ai_ros.gateway.catalogue import Catalogue, ModelProfile
+from sequence_ai_ros.gateway.config import DirectSettings
+from sequence_ai_ros.gateway.core import PolicyCore
+from sequence_ai_ros.gateway.keys import KeyLedger
+
 from .episodes import EpisodeBook
 from .errors import DirectError
 from .seats import SeatBook

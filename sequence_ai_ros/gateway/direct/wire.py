@@ -11,12 +11,12 @@ from typing import Any
 
 import msgpack  # type: ignore[import-untyped]
 import numpy as np
+from sequence_ai_ros.gateway.body import read_body
+from sequence_ai_ros.gateway.errors import ApiError, JsonReply
+from sequence_ai_ros.gateway.validation import parse_json
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..body import read_body
-from ..errors import ApiError, JsonReply
-from ..validation import parse_json
 from .errors import DirectError, from_api_error
 
 MSGPACK_TYPE = 'application/x-seq-msgpack'

@@ -14,6 +14,12 @@ from collections.abc import Awaitable, Callable
 import time
 from typing import Any
 
+from sequence_ai_ros.gateway.act import action_chunk
+from sequence_ai_ros.gateway.catalogue import ModelProfile
+from sequence_ai_ros.gateway.core import Served
+from sequence_ai_ros.gateway.errors import ApiError, JsonReply, shown, WarmingUp
+from sequence_ai_ros.gateway.stats import MODEL_SCOPE_KEY, Stats, StatsMiddleware
+from sequence_ai_ros.gateway.validation import ActRequest
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
@@ -22,12 +28,6 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..act import action_chunk
-from ..catalogue import ModelProfile
-from ..core import Served
-from ..errors import ApiError, JsonReply, shown, WarmingUp
-from ..stats import MODEL_SCOPE_KEY, Stats, StatsMiddleware
-from ..validation import ActRequest
 from .errors import answered, DirectError, REQUEST_ID_HEADER, request_id_of, warming
 from .preset import preset_call
 from .seats import Session
