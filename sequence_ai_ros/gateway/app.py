@@ -82,7 +82,8 @@ def create_app(config: GatewayConfig, backend: PolicyBackend | None = None) -> S
 
     async def models(request: Request) -> JSONResponse:
         endpoint = request.query_params.get('endpoint') or None
-        return JsonReply({'object': 'list', 'data': catalogue.rows(endpoint)})
+        rows = [] if config.unlisted else catalogue.rows(endpoint)
+        return JsonReply({'object': 'list', 'data': rows})
 
     async def health(request: Request) -> JSONResponse:
         return JsonReply({'status': 'ok', 'backend': 'local',

@@ -75,6 +75,9 @@ class GatewayConfig:
     # Which wire fronts serve: the v1 /v1/act, the direct protocol (connect + worker), or both.
     protocol: str = 'both'
     direct: DirectSettings = field(default_factory=DirectSettings)
+    # /v1/models without the robot deployments, as the hosted service lists none since 0.51:
+    # a robot knows its deployment by name only, and its action space from its own settings.
+    unlisted: bool = False
 
     def __post_init__(self) -> None:
         if self.protocol not in PROTOCOLS:

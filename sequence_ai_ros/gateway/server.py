@@ -104,6 +104,9 @@ def build_parser(prog: str = 'gateway') -> argparse.ArgumentParser:
         help="a direct secret's lease; a connect renews it (model s, default %(default)s)")
     add('--request-timeout-s', type=float, default=direct.request_timeout_s, metavar='SECONDS',
         help='an act running longer is answered 504 timeout (model s, default %(default)s)')
+    add('--unlisted', action='store_true',
+        help='list no robot deployment on /v1/models, as the hosted service does: they are '
+        'reached by name only')
     add('--log-level', default=defaults.log_level,
         choices=('critical', 'error', 'warning', 'info', 'debug'))
     return parser
@@ -131,6 +134,7 @@ def config_from_args(args: argparse.Namespace) -> GatewayConfig:
         catalogue=args.catalogue, certfile=args.certfile, keyfile=args.keyfile,
         keep_alive_s=args.keep_alive_s, log_level=args.log_level,
         openpi=args.openpi, openpi_model=args.openpi_model, protocol=protocol,
+        unlisted=args.unlisted,
         direct=DirectSettings(seats=args.seats, queue=args.seat_queue,
                               seat_ttl_s=args.seat_ttl_s, lease_ttl_s=args.lease_ttl_s,
                               request_timeout_s=args.request_timeout_s,

@@ -97,9 +97,13 @@ def check_model(node: Node, policy: sai.Policy, config: NodeConfig) -> sai.Model
                                    'deployment): its answers are checked as they come, as '
                                    f'{config.action_space} (action_space)')
             return None
-        raise ConfigError(f'parameter model: {config.model!r} is not in the catalogue' + (
-            '; a deployment the catalogue does not list needs the action_space parameter'
-            if policy.protocol == 'direct' else ''))
+        if policy.protocol == 'direct':
+            # The hosted service lists no robot deployment: the missing piece is the space.
+            raise ConfigError(f'parameter action_space: {config.model!r} is not in the '
+                              'catalogue and does not state its action space: set '
+                              "action_space ('joint_velocity', 'joint_position', ...) as the "
+                              'deployment was trained')
+        raise ConfigError(f'parameter model: {config.model!r} is not in the catalogue')
     views = set(entry.camera_views)
     unknown = [v for v in config.camera_views if views and v not in views]
     if unknown:

@@ -124,6 +124,20 @@ def test_an_action_space_that_contradicts_the_deployment_fails_configure(gateway
     assert robot.command_list() == []
 
 
+def test_a_deployment_the_catalogue_does_not_list_needs_action_space(launch):
+    # --unlisted: /v1/models names no robot deployment, as the hosted service since 0.51.
+    with start_gateway('--protocol', 'direct', '--unlisted') as unlisted:
+        robot, process = launch(unlisted)
+        assert not robot.configure()
+        assert wait_until(lambda: 'parameter action_space' in process.log(), 5), process.log()
+        assert 'does not state its action space' in process.log()
+        assert robot.command_list() == [] and seats(unlisted)[0] == 0, 'the seat was kept'
+        robot, process = launch(unlisted, action_space='joint_velocity', max_actions=30)
+        assert robot.configure() and robot.activate(), process.log()[-3000:]
+        outcome = outcome_after(robot, 0, 30)
+        assert outcome and outcome['outcome'] == 'completed', process.log()[-3000:]
+
+
 # -- interrupt: deactivate does not wait for the act in flight ---------------------------------
 
 def test_deactivate_cuts_a_slow_act_at_once(launch):
