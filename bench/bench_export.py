@@ -5,6 +5,8 @@ The export benchmark: the LeRobot export's time per recorded minute and peak mem
 
 Run: .venv/bin/python -m bench.bench_export [--episodes 5 20 47] [--minutes 1] [--distinct 4]
      [--time-scale 0.25]
+     .venv/bin/python -m bench.bench_export --from DIR   (a folder of the node's recordings, e.g.
+     the operator session's: exported once, as they are)
 
 Records `--distinct` real run(record=...) episodes of `--minutes` model minutes each (pi05-droid
 at 15 Hz against the local gateway, played at `--time-scale`: two camera views as the node
@@ -93,6 +95,27 @@ def size_mb(folder: Path) -> float:
     return sum(p.stat().st_size for p in folder.rglob('*') if p.is_file()) / 1e6
 
 
+def export_folder(source: Path, argv: list[str] | None, started: float) -> int:
+    """Export the recordings in `source` once and print their row."""
+    recordings = sorted(source.glob('*.mcap'))
+    if not recordings:
+        raise SystemExit(f'bench_export: no .mcap file in {source}')
+    with tempfile.TemporaryDirectory(prefix='bench_export_') as tmp:
+        out = Path(tmp) / 'dataset'
+        seconds, rss_mb, summary = export_once(source, out)
+        frames = int(summary.split(' episodes, ')[1].split(' frames')[0])
+        exported = int(summary.split(' episodes, ')[0].split()[-1])
+        out_mb = size_mb(out)
+    print(header(command_line('bench.bench_export', argv), time.monotonic() - started))
+    print(f'{len(recordings)} recordings in {source}; {summary}\n')
+    print('| recordings | exported episodes | frames | export s | peak RSS MB | recordings MB '
+          '| dataset MB |')
+    print('|---:|---:|---:|---:|---:|---:|---:|')
+    print(f'| {len(recordings)} | {exported} | {frames} | {seconds:.1f} | {rss_mb:.0f} | '
+          f'{sum(p.stat().st_size for p in recordings) / 1e6:.1f} | {out_mb:.1f} |')
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Record, export each folder, print the table."""
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
@@ -100,8 +123,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument('--minutes', type=float, default=1.0)
     parser.add_argument('--distinct', type=int, default=4)
     parser.add_argument('--time-scale', type=float, default=0.25)
+    parser.add_argument('--from', dest='source', type=Path, default=None, metavar='DIR',
+                        help='export this folder of recordings instead of recording episodes')
     args = parser.parse_args(argv)
     started = time.monotonic()
+    if args.source is not None:
+        return export_folder(args.source, argv, started)
     with tempfile.TemporaryDirectory(prefix='bench_export_') as tmp:
         root = Path(tmp)
         (root / 'distinct').mkdir()

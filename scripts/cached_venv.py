@@ -90,8 +90,13 @@ def client_arguments(argv: list[str], doc: str, venv: str,
     return parser.parse_known_args(argv)
 
 
-def client_environment(gateway_python: str) -> dict[str, str]:
-    """Return the environment a client venv's pytest runs in, naming the gateway's interpreter."""
+def client_environment(python: str,
+                       variable: str = 'SEQUENCE_AI_ROS_GATEWAY_PYTHON') -> dict[str, str]:
+    """
+    Return the environment a venv's own pytest runs in: not the caller's venv or PYTHONPATH.
+
+    `variable` names `python`, the project's interpreter its tests start servers with.
+    """
     env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'VIRTUAL_ENV')}
-    env['SEQUENCE_AI_ROS_GATEWAY_PYTHON'] = str(Path(gateway_python).absolute())
+    env[variable] = str(Path(python).absolute())
     return env

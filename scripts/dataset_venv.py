@@ -60,8 +60,7 @@ def main(argv: list[str]) -> int:
                     *cached_venv.pins(REPO / 'requirements-dev.txt', FROM_DEV.__contains__)]
     # Stamped by the pins alone (and the interpreter): a rebuild downloads gigabytes.
     interpreter = cached_venv.ensure(args.venv.resolve(), python, (), requirements)
-    env = {k: v for k, v in os.environ.items() if k not in ('PYTHONPATH', 'VIRTUAL_ENV')}
-    env['SEQUENCE_AI_ROS_KILTED_PYTHON'] = str(Path(args.kilted_python).absolute())
+    env = cached_venv.client_environment(args.kilted_python, 'SEQUENCE_AI_ROS_KILTED_PYTHON')
     cached_venv.run(interpreter, '-c', PROBE, env=env, cwd='/')
     tests = cached_venv.with_default_tests(pytest_args, ('test/dataset',))
     print('== LeRobot loads the export; episodes recorded and exported on', args.kilted_python,

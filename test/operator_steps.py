@@ -29,6 +29,7 @@ from ros_harness import (
     final_hold,
     is_hold,
     NODE_KEY,
+    outcome_after,
     wait_until,
 )
 from std_msgs.msg import String
@@ -188,8 +189,15 @@ def gateway_restarted_cold(s: Session) -> str:
     stopping = time.monotonic()
     s.restart_gateway(cold=True)
     s.check_dry_hold('gateway restarted mid-episode', stopping)
-    result = s.finish(run, 'error', 'gateway: ')
-    s.expect_status('episode', ERROR, 'ended by an error', run.ended)
+    # Back before the retries ran out, the gateway answers warming: the node holds, waits the
+    # warm-up out and goes on in the same episode; later than that, the episode ends in error.
+    ended = outcome_after(s.robot, run.index, STARTUP_TIMEOUT_S + 30)
+    if ended is not None and ended['outcome'] == 'completed':
+        result = s.finish(run, 'completed', 'completed')
+        assert result['holds'] >= 1 and result['failed_requests'] >= 1, result
+    else:
+        result = s.finish(run, 'error', 'gateway: ')
+        s.expect_status('episode', ERROR, 'ended by an error', run.ended)
     # Cold again, and asked by nobody yet: the next start waits the warm-up out, then moves.
     s.restart_gateway(cold=True)
     waiting = time.monotonic()

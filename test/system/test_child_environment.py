@@ -21,7 +21,8 @@ ALLOWED = {
     'sequence_ai_ros/harness/child_processes.py': 'the one place a child environment is built',
     'sequence_ai_ros/gateway/ray_serve/launch.py': "passes this process's own on to Ray workers",
     'scripts/sourced_ros.py': 'writes the setup script of a sourced ROS install',
-    'scripts/jammy_pins.py': "runs its venv's pytest without the caller's",
+    'scripts/cached_venv.py': "runs a venv's own pytest (Ubuntu 22.04's, the published "
+                              "client's, LeRobot's) without the caller's",
     'test/system/test_child_environment.py': 'this test',
 }
 
