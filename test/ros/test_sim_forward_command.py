@@ -231,8 +231,8 @@ time.sleep(2.0)
 """
 
 
-@pytest.mark.skipif(not HAS_MESSAGE_INFO, reason="this rclpy passes no message info to a "
-                    "callback (Jazzy's 7.1): commands are timed by their callback there")
+@pytest.mark.skipif(not HAS_MESSAGE_INFO, reason='this rclpy (7.1, Jazzy) passes no message '
+                    'info to a callback: commands are timed by their callback there')
 def test_a_command_is_timed_by_its_dds_reception_not_by_the_executor(ros, controller):
     # The real controller_manager writes a command in the update it arrives in; the sim's
     # executor may reach the callback milliseconds later (a physics step, a camera frame).
