@@ -31,8 +31,8 @@ from typing import Any
 
 import httpx
 from PIL import Image, ImageDraw
-from sequence_ai_ros.gateway.direct.wire import MSGPACK_TYPE, pack
 from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.harness.direct_session import DirectSession
 
 from ._record import command_line, header
 
@@ -67,47 +67,15 @@ def v1_body(model: str, obs: dict[str, Any]) -> dict[str, Any]:
     return {'model': PREFIX + model, 'observation': dict(obs, proprioception=prop)}
 
 
-class DirectRobot:
-    """One session on the direct protocol: a control-plane and a worker connection."""
+def direct_session(base_url: str, model: str, session: str) -> DirectSession:
+    """Return a session with the bench's key and a 30 s timeout."""
+    return DirectSession(base_url, model, KEY, session, timeout_s=30.0)
 
-    def __init__(self, base_url: str, model: str, session: str) -> None:
-        self.model, self.session = model, session
-        self.control = httpx.Client(base_url=base_url, timeout=30.0,
-                                    headers={'Authorization': f'Bearer {KEY}'})
-        self.worker: httpx.Client | None = None
-        self.numbers: dict[str, int] = {}
 
-    def connect(self) -> httpx.Response:
-        answer = self.control.post('/v1/act/connect',
-                                   json={'model': self.model, 'session': self.session})
-        if answer.status_code == 200:
-            body = answer.json()
-            # A bench on loopback: the pin is the tests' (test_gateway_direct.py) to check.
-            bearer = {'Authorization': f'Bearer {body["direct_secret"]}'}
-            self.worker = httpx.Client(base_url=body['worker_url'], verify=False, timeout=30.0,
-                                       headers=bearer)
-            self.worker.get('/ping').raise_for_status()
-        return answer
-
-    def observe(self, episode: str, obs: dict[str, Any]) -> None:
-        assert self.worker is not None
-        n = self.numbers.get(episode, 0)
-        self.numbers[episode] = n + 1
-        body = pack({'episode_id': episode, 'frames': [{'seq': n, 'inputs': obs}],
-                     'skipped': []})
-        self.worker.post('/observe', content=body,
-                         headers={'Content-Type': MSGPACK_TYPE}).raise_for_status()
-
-    def act(self, episode: str) -> httpx.Response:
-        assert self.worker is not None
-        return self.worker.post('/act', json={'model': self.model, 'episode_id': episode,
-                                              'call': 'act', 'seq': self.numbers[episode]})
-
-    def close(self) -> None:
-        self.control.post('/v1/act/release', json={'model': self.model, 'session': self.session})
-        self.control.close()
-        if self.worker is not None:
-            self.worker.close()
+def release(robot: DirectSession) -> None:
+    """Give the seat back and close the session."""
+    robot.release()
+    robot.close()
 
 
 def _ms(since: float) -> float:
@@ -122,11 +90,11 @@ def connects(base_url: str, n: int) -> tuple[list[float], list[float]]:
             began = time.perf_counter()  # the client made: a new connection's first answer
             client.get('/v1/health').raise_for_status()
             v1.append(_ms(began))
-        robot = DirectRobot(base_url, 'pi05-droid', f'bench-connect-{i:04d}')
+        robot = direct_session(base_url, 'pi05-droid', f'bench-connect-{i:04d}')
         began = time.perf_counter()
-        robot.connect().raise_for_status()
+        robot.connect(ping=True).raise_for_status()
         direct.append(_ms(began))
-        robot.close()
+        release(robot)
     return v1, direct
 
 
@@ -138,16 +106,16 @@ def first_cold_act(base_url: str, obs: dict[str, Any]) -> tuple[float, float]:
         while client.post('/v1/act', json=v1_body('pi05-droid', obs)).status_code == 503:
             time.sleep(0.05)
         v1 = _ms(began)
-    robot = DirectRobot(base_url, 'lingbot-va-5b', 'bench-cold-0001')
+    robot = direct_session(base_url, 'lingbot-va-5b', 'bench-cold-0001')
     try:
         began = time.perf_counter()
-        while robot.connect().status_code == 503:
+        while robot.connect(ping=True).status_code == 503:
             time.sleep(0.05)
-        robot.observe('cold', obs)
+        robot.observe('cold', obs).raise_for_status()
         robot.act('cold').raise_for_status()
         direct = _ms(began)
     finally:
-        robot.close()
+        release(robot)
     return v1, direct
 
 
@@ -155,17 +123,17 @@ def acts(base_url: str, obs: dict[str, Any], n: int) -> dict[str, list[float]]:
     """Time `n` warm acts on each protocol, interleaved act by act."""
     times: dict[str, list[float]] = {'v1': [], 'direct': [], 'direct /act': []}
     body = v1_body('pi05-droid', obs)
-    robot = DirectRobot(base_url, 'pi05-droid', 'bench-acts-0001')
+    robot = direct_session(base_url, 'pi05-droid', 'bench-acts-0001')
     with httpx.Client(base_url=base_url, timeout=30.0,
                       headers={'Authorization': f'Bearer {KEY}'}) as client:
         try:
-            robot.connect().raise_for_status()
+            robot.connect(ping=True).raise_for_status()
             for i in range(n + 5):
                 began = time.perf_counter()
                 client.post('/v1/act', json=body).raise_for_status()
                 v1 = _ms(began)
                 began = time.perf_counter()
-                robot.observe('acts', obs)
+                robot.observe('acts', obs).raise_for_status()
                 act_began = time.perf_counter()
                 robot.act('acts').raise_for_status()
                 direct, act_only = _ms(began), _ms(act_began)
@@ -174,7 +142,7 @@ def acts(base_url: str, obs: dict[str, Any], n: int) -> dict[str, list[float]]:
                     times['direct'].append(direct)
                     times['direct /act'].append(act_only)
         finally:
-            robot.close()
+            release(robot)
     return times
 
 
