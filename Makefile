@@ -137,7 +137,10 @@ test-published: venv
 
 # LeRobot itself loads the export: its own venv (Python 3.12 from pyenv, lerobot[dataset]==0.6.1
 # with PyPI's CUDA torch, ~5.4 GB, cached in .venv/dataset); not part of make test.
+# torchcodec, LeRobot's video decoder, loads FFmpeg's shared libraries: Debian's ffmpeg brings them.
 test-dataset: venv
+	@command -v ffmpeg >/dev/null || { echo 'apt-get install ffmpeg (torchcodec needs its libraries)'; \
+		apt-get update -qq && apt-get install -y -qq ffmpeg; }
 	$(PYTHON) scripts/dataset_venv.py --kilted-python $(PY) $(PYTEST_ARGS)
 
 demo: venv
