@@ -254,9 +254,13 @@ class DirectConnection:
         if self.seat.lost and not self._seat_reported:
             self._seat_reported = True
             self._drop_worker(self._worker)  # the next request connects, and is seated again
-            raise SeatLost(f'the gateway no longer holds the seat on {self.deployment} '
-                           f'({self.seat.lost_why or "no keepalive reached it"}); the arm holds '
-                           'and the next request connects again')
+            # Between episodes nothing rode on the seat: this request connects again at once.
+            if self.episodes.under_way():
+                raise SeatLost(f'the gateway no longer holds the seat on {self.deployment} '
+                               f'({self.seat.lost_why or "no keepalive reached it"}); the arm '
+                               'holds and the next request connects again')
+            _log.info('the seat on %s was lost between episodes: connecting again',
+                      self.deployment)
         with self._lock:
             worker = self._worker
             due = self._renew_at is not None and time.monotonic() >= self._renew_at

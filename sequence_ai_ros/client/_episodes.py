@@ -68,6 +68,11 @@ class EpisodeBook:
         with self._lock:
             self._newest_act[episode] = max(self._newest_act.get(episode, 0), seq)
 
+    def under_way(self) -> bool:
+        """Tell whether the current episode has an act on a worker (a lost seat loses it)."""
+        with self._lock:
+            return self.current is not None and self.current in self._newest_act
+
     def overtaken(self, episode: str, seq: int) -> bool:
         """Tell whether an act of `episode` numbered after `seq` has been sent since."""
         with self._lock:

@@ -135,7 +135,12 @@ class ActionSpaceUnknown(SequencesError):
 
 
 class SeatLost(SequencesError):
-    """The gateway no longer holds this Policy's seat (keepalive answered `held: false`)."""
+    """
+    The gateway dropped this Policy's seat (keepalive answered `held: false`) mid-episode.
+
+    Raised once, by the request after the loss; that episode is gone with the seat. A seat lost
+    between episodes is not raised: the next request connects again.
+    """
 
 
 class Interrupted(SequencesError):

@@ -219,6 +219,22 @@ def test_a_seat_the_gateway_dropped_is_reported_then_taken_again(direct_only):
         assert not policy.seat_lost
 
 
+def test_a_seat_dropped_between_episodes_is_taken_again_without_an_error(direct_only):
+    with connect(direct_only, protocol='direct') as policy:
+        policy.predict(OBS)
+        policy.end_episode()
+        connects = policy.direct.connects
+        httpx.post(direct_only.base_url + '/v1/act/release', timeout=10,
+                   headers={'Authorization': f'Bearer {KEY}'},
+                   json={'model': 'pi05-droid', 'session': policy.session})
+        deadline = time.monotonic() + 30
+        while not policy.seat_lost and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert policy.seat_lost
+        assert len(policy.predict(OBS).action_chunk) > 0  # nothing rode on it: no SeatLost
+        assert policy.direct.connects == connects + 1 and not policy.seat_lost
+
+
 def test_connect_speaks_direct_by_default_and_v1_when_asked(both):
     with sai.connect('pi05-droid', base_url=both.base_url, api_key=KEY) as policy:
         assert policy.predict(OBS).id.startswith('r-') and policy.protocol == 'direct'

@@ -215,7 +215,9 @@ def test_episodes_complete_hold_and_are_recorded_and_labelled(one_protocol_gatew
 # -- the worker losing the episode under the node --------------------------------------------
 
 def test_a_gateway_restart_loses_the_episode_the_arm_holds_and_the_next_one_runs(launch):
-    with start_gateway() as gw:
+    # Keepalives far apart: the act meets the restart first (episode_lost), not the keepalive
+    # (a lost seat: the next test's case).
+    with start_gateway('--seat-ttl-s', '3000') as gw:
         robot, process = launch(gw, max_actions=10**6, request_retries=3)
         assert robot.configure() and robot.activate(), process.log()[-3000:]
         moving(robot, process)
@@ -232,6 +234,23 @@ def test_a_gateway_restart_loses_the_episode_the_arm_holds_and_the_next_one_runs
         moving(robot, process, 5)
         assert robot.stop_episode().success
         assert outcome_after(robot, 1, 10)['outcome'] == 'stopped'
+        assert process.proc.poll() is None
+
+
+def test_a_seat_lost_between_episodes_is_taken_again_and_the_next_episode_runs(launch):
+    # Keepalives every 0.2 s here: the one after the restart finds the seat gone.
+    with start_gateway('--seat-ttl-s', '3') as gw:
+        robot, process = launch(gw, max_actions=10)
+        assert robot.configure() and robot.activate(), process.log()[-3000:]
+        assert outcome_after(robot, 0, 20)['outcome'] == 'completed'
+        gw.stop()
+        gw.start()
+        assert wait_until(lambda: 'no longer holds the seat' in process.log(), 20), \
+            process.log()[-3000:]
+        assert robot.start_episode().success, process.log()[-3000:]
+        result = outcome_after(robot, 1, 20)
+        assert result is not None and result['outcome'] == 'completed', result
+        assert seats(gw)[0] == 1, 'the node did not sit down again'
         assert process.proc.poll() is None
 
 
