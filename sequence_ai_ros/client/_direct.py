@@ -20,6 +20,7 @@ import warnings
 
 from ._direct_answer import prediction_from_act
 from ._direct_wire import Readiness, renew_after, WorkerRoute
+from ._episode_ends import EpisodeEnds
 from ._episodes import EpisodeBook
 from ._errors import (
     AuthError,
@@ -27,7 +28,6 @@ from ._errors import (
     EpisodeLost,
     InvalidRequest,
     SeatLost,
-    SequencesError,
     Unavailable,
 )
 from ._interrupt import InterruptSignal
@@ -75,6 +75,7 @@ class DirectConnection:
         self._worker: WorkerChannel | None = None
         self._renew_at: float | None = None
         self._seat_reported = False
+        self._ends = EpisodeEnds()
         self.connects = 0
         self.closed = False
         self._unsent_said: set[str] = set()
@@ -172,16 +173,21 @@ class DirectConnection:
                           '(an act carries only its episode, number and seed)', UserWarning,
                           stacklevel=6)
 
-    def end_episode(self, episode_id: str | None = None) -> str | None:
-        """End an episode on the worker (best effort, bounded); return its id."""
+    def end_episode(self, episode_id: str | None = None, *, wait: bool = True) -> str | None:
+        """
+        End an episode on the worker (best effort, bounded); return its id.
+
+        The episode is closed here at once; with `wait=False` the worker is told from a
+        background thread (in order), so an unreachable worker delays no caller.
+        """
         episode = self.episodes.end(episode_id)
         worker = self._worker
-        if episode is not None and worker is not None:
-            try:
-                worker.post('/act/episode_end', {'episode_id': episode},
-                            timeout_s=EPISODE_END_TIMEOUT_S)
-            except SequencesError as exc:  # the worker ends an idle episode on its own
-                _log.debug('episode_end not answered: %s', exc)
+        if episode is None or worker is None:
+            return episode
+        if wait:
+            _send_episode_end(worker, episode)
+        else:
+            self._ends.submit(lambda: _send_episode_end(worker, episode))
         return episode
 
     def _post_frames(self, worker: WorkerChannel, episode: str, first: int,
@@ -302,9 +308,18 @@ class DirectConnection:
             return
         self.closed = True
         if self.episodes.current is not None:
-            self.end_episode()
+            self.end_episode(wait=False)
+        self._ends.drain(EPISODE_END_TIMEOUT_S)  # before the seat goes: the worker may still ask
         self.seat.release()
         with self._lock:
             worker, self._worker = self._worker, None
         if worker is not None:
             worker.close()
+
+
+def _send_episode_end(worker: WorkerChannel, episode: str) -> None:
+    """POST /act/episode_end; never raises (the worker ends an idle episode on its own)."""
+    try:
+        worker.post('/act/episode_end', {'episode_id': episode}, timeout_s=EPISODE_END_TIMEOUT_S)
+    except Exception as exc:  # best effort, maybe on a background thread: say it, go on
+        _log.debug('episode_end not answered: %s', exc)

@@ -144,11 +144,16 @@ class DirectMethods:
             self._direct.end_episode()
         return self._direct.episodes.begin(episode_id)
 
-    def end_episode(self, episode_id: str | None = None) -> str | None:
-        """Tell the worker the episode ended (bounded, best effort); return its id."""
+    def end_episode(self, episode_id: str | None = None, *, wait: bool = True) -> str | None:
+        """
+        Tell the worker the episode ended (bounded, best effort); return its id.
+
+        `wait=False` tells it from a background thread: for a control loop, which must not
+        wait on an unreachable worker. close() waits for those (bounded) before the seat goes.
+        """
         if self._direct is None or self._protocol == 'v1':
             return None
-        return self._direct.end_episode(episode_id)
+        return self._direct.end_episode(episode_id, wait=wait)
 
     def label(self, success: bool, notes: str = '', *, episode_id: str | None = None) -> str:
         """Label an episode (default: the last one) on the gateway; return its id."""

@@ -158,8 +158,8 @@ class EpisodeRunner:
 
     def _finish(self, episode: Episode) -> None:
         self._publish_chunk_events(episode)
-        # Bounded (a few seconds at most), best effort: the worker ends an idle episode too.
-        self._configured.policy.end_episode()
+        # In the background: an unreachable worker must not stall the node's callbacks.
+        self._configured.policy.end_episode(wait=False)
         summary = episode.summary()
         self._configured.recording.finish(summary)
         text = json.dumps(summary)

@@ -1,7 +1,10 @@
 """The client on the direct protocol against the local gateway as a real process."""
 
+import contextlib
 import dataclasses
 import gc
+import os
+import signal
 import threading
 import time
 
@@ -10,6 +13,7 @@ import httpx
 from observations import observation
 import pytest
 import sequence_ai_ros as sai
+from sequence_ai_ros.gateway.process import GatewayProcess
 
 KEY = 'seq_client_direct_tests_key_0001'
 SCALE = 0.2
@@ -102,6 +106,48 @@ def test_begin_and_end_episode_name_the_episode_requests_carry(direct_only):
         assert first.id.startswith('r-') and first.id != second.id  # the act's correlation id
         assert policy.end_episode() == episode == 'robot-episode-0001'
         assert policy.label(True) == episode
+
+
+@contextlib.contextmanager
+def frozen(gateway):
+    """Stop the gateway and its worker (SIGSTOP): connections stay open, nothing answers."""
+    os.kill(gateway.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(gateway.pid, signal.SIGCONT)
+
+
+def ended(gateway):
+    return stats(gateway)['direct']['episodes']['ended']
+
+
+def test_an_episode_end_not_waited_for_delays_nobody_and_still_reaches_the_worker():
+    # A gateway of its own: a frozen module fixture would stall the tests after a failure.
+    with GatewayProcess(['--time-scale', str(SCALE), '--start-warm', '--protocol', 'direct'],
+                        keys={KEY: 100000}) as gw, connect(gw) as policy:
+        policy.begin_episode('not-waited-for')
+        policy.predict(OBS)
+        with frozen(gw):
+            began = time.monotonic()
+            assert policy.end_episode(wait=False) == 'not-waited-for'
+            assert time.monotonic() - began < 1.0, 'waited on a worker that cannot answer'
+            assert policy.direct.episodes.current is None  # the next episode may begin now
+        deadline = time.monotonic() + 10
+        while ended(gw) < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ended(gw) == 1, 'the end queued while the worker was frozen never reached it'
+        assert len(policy.predict(OBS).action_chunk) > 0
+
+
+def test_close_sends_the_episode_ends_still_queued_before_it_gives_the_seat_back(direct_only):
+    before = ended(direct_only)
+    with connect(direct_only) as policy:
+        for _ in range(3):
+            policy.begin_episode()
+            policy.predict(OBS)
+            policy.end_episode(wait=False)
+    assert ended(direct_only) == before + 3
 
 
 def test_readiness_and_wait_until_ready_through_a_cold_start(cold):

@@ -8,6 +8,7 @@ it: seats held and released, episodes, labels.
 
 import itertools
 import json
+import os
 import signal
 import time
 
@@ -234,6 +235,29 @@ def test_a_gateway_restart_loses_the_episode_the_arm_holds_and_the_next_one_runs
         moving(robot, process, 5)
         assert robot.stop_episode().success
         assert outcome_after(robot, 1, 10)['outcome'] == 'stopped'
+        assert process.proc.poll() is None
+
+
+def test_an_episode_stopped_while_the_worker_is_frozen_ends_at_once_holding(launch):
+    # The end reaches the worker from the background: the node's callbacks never wait on it.
+    with start_gateway() as gw:
+        robot, process = launch(gw, max_actions=10**6)
+        assert robot.configure() and robot.activate(), process.log()[-3000:]
+        moving(robot, process)
+        os.kill(gw.pid, signal.SIGSTOP)
+        try:
+            stopped = time.monotonic()
+            assert robot.stop_episode().success, process.log()[-3000:]
+            result = outcome_after(robot, 0, 10)
+            assert result is not None and result['outcome'] == 'stopped', result
+            assert time.monotonic() - stopped < 2.5, 'the stop waited on the frozen worker'
+            assert final_hold(robot, stopped) is not None, 'the arm was not held'
+        finally:
+            os.kill(gw.pid, signal.SIGCONT)
+        assert wait_until(lambda: gw.stats()['direct']['episodes']['ended'] == 1, 10), \
+            gw.stats()['direct']['episodes']
+        assert robot.start_episode().success, process.log()[-3000:]
+        moving(robot, process, 5)
         assert process.proc.poll() is None
 
 
