@@ -160,6 +160,13 @@ class ChunkEngine(RequestTiming):
             self.stats.failed_requests += 1
         self._release_parked(self._now)
 
+    def request_withdrawn(self, ticket: int) -> None:
+        """Forget a request cancelled before it left: nothing was sent, so it is not counted."""
+        if self._prefixes is not None:
+            self._prefixes.pop(ticket)
+        if self._inflight.pop(ticket, None) is not None:
+            self.stats.requests -= 1
+
     def chunk_arrived(self, ticket: int, chunk: ActionChunk, now: float, *,
                       server_ms: float | None = None, replace: bool = False,
                       prefix_report: Any = None) -> bool:

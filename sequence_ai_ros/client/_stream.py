@@ -250,8 +250,9 @@ class ActionStream:
 
     def abandon(self) -> None:
         """Forget the requests in flight: their answers will be dropped, never played."""
-        for future in self._futures.values():
-            future.cancel()
+        for ticket, future in self._futures.items():
+            if future.cancel():  # still queued: its observation was never taken nor sent
+                self._engine.request_withdrawn(ticket)
         self._futures.clear()
         self._engine.clear()
 

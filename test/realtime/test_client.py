@@ -409,6 +409,28 @@ def test_warming_after_the_first_action_raises_and_holds(protocol):
             assert caught.value.status in (None, 503)
 
 
+def test_a_request_abandoned_before_it_left_is_not_counted(gateway):
+    # run() ends with requests in flight: one still queued was never sent, so neither its
+    # observation nor its count may appear in the outcome (or the recording agrees with it).
+    release, taken = threading.Event(), []
+
+    def slow_source():
+        taken.append(1)
+        release.wait(10)
+        return OBS
+    with connect(gateway) as policy:
+        stream = policy.new_stream(sai.PlaybackOptions(max_inflight=1))
+        stream.start(slow_source, time.monotonic())  # its one worker waits in the source
+        stream.start(slow_source, time.monotonic())  # queued behind it
+        deadline = time.monotonic() + 10
+        while not taken and time.monotonic() < deadline:
+            time.sleep(0.01)
+        stream.abandon()
+        release.set()
+        stream.close()
+    assert len(taken) == 1 and stream.stats.requests == 1
+
+
 def test_close_is_idempotent_and_a_closed_policy_says_so(gateway):
     policy = connect(gateway)
     policy.predict(OBS)
