@@ -14,6 +14,7 @@ import tempfile
 import time
 from types import TracebackType
 from typing import Any
+import weakref
 
 import httpx
 from sequence_ai_ros.harness.child_processes import child_env
@@ -62,6 +63,8 @@ class GatewayProcess:
         self.stop_timeout_s = stop_timeout_s
         self._proc: subprocess.Popen[bytes] | None = None
         self._log = tempfile.TemporaryFile()
+        # The log is read after stop(), so it lives as long as this object, and closes with it.
+        weakref.finalize(self, self._log.close)
 
     @property
     def base_url(self) -> str:

@@ -219,7 +219,8 @@ def test_a_gateway_restart_loses_the_episode_the_arm_holds_and_the_next_one_runs
     # Keepalives far apart: the act meets the restart first (episode_lost), not the keepalive
     # (a lost seat: the next test's case).
     with start_gateway('--seat-ttl-s', '3000') as gw:
-        robot, process = launch(gw, max_actions=10**6, request_retries=3)
+        # Retries that outlast a restart on a busy machine (16 s): the worker's answer decides.
+        robot, process = launch(gw, max_actions=10**6, request_retries=6, retry_backoff_s=0.25)
         assert robot.configure() and robot.activate(), process.log()[-3000:]
         moving(robot, process)
         restarted = time.monotonic()
