@@ -3,12 +3,13 @@ Episode ends told to the worker in the background, so that a caller never waits 
 
 An episode's end is a courtesy to the worker (it ends an idle episode on its own), yet a worker
 that has become unreachable would make each end wait out its timeout: on a robot's control
-thread that is seconds of no other callback. Ends are sent in order, one at a time, and
-waited for (bounded) only when the Policy closes.
+thread that is seconds of no other callback. Ends are sent in order by one thread, which
+exits once none is left (a node between episodes keeps no thread for them), and are waited
+for, bounded, only when the Policy closes.
 """
 
+from collections import deque
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 import logging
 import threading
 
@@ -16,43 +17,39 @@ _log = logging.getLogger('sequence_ai_ros.client')
 
 
 class EpisodeEnds:
-    """One background thread, started on first use, that runs the episode ends handed to it."""
+    """A queue of episode ends and the thread, while there are any, that sends them."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._pool: ThreadPoolExecutor | None = None
-        self._pending: set[Future[None]] = set()
-
-    @property
-    def pending(self) -> int:
-        """Return how many ends are queued or being sent."""
-        with self._lock:
-            return len(self._pending)
+        self._queue: deque[Callable[[], None]] = deque()
+        self._thread: threading.Thread | None = None
 
     def submit(self, send: Callable[[], None]) -> None:
         """Queue `send` (which never raises) behind the ends already queued."""
         with self._lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(
-                    max_workers=1, thread_name_prefix='sequence-ai-episode-end')
-            future = self._pool.submit(send)
-            self._pending.add(future)
-        future.add_done_callback(self._done)
+            self._queue.append(send)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._send_all, daemon=True,
+                                                name='sequence-ai-episode-end')
+                self._thread.start()
 
     def drain(self, timeout_s: float) -> None:
-        """Wait up to `timeout_s` for the queued ends, then stop the thread (idempotent)."""
+        """Wait up to `timeout_s` for the queued ends; drop what is left unsent."""
         with self._lock:
-            pool, self._pool = self._pool, None
-            pending = set(self._pending)
-        if pool is None:
-            return
-        _, late = wait(pending, timeout=timeout_s)
-        for future in late:
-            future.cancel()  # queued behind one that did not finish: not sent
-        if late:
-            _log.debug('%d episode end(s) not sent before close', len(late))
-        pool.shutdown(wait=False)
+            thread = self._thread
+        if thread is not None:
+            thread.join(timeout_s)
+        with self._lock:
+            dropped = len(self._queue)
+            self._queue.clear()
+        if dropped:
+            _log.debug('%d episode end(s) not sent before close', dropped)
 
-    def _done(self, future: 'Future[None]') -> None:
-        with self._lock:
-            self._pending.discard(future)
+    def _send_all(self) -> None:
+        while True:
+            with self._lock:
+                if not self._queue:
+                    self._thread = None
+                    return
+                send = self._queue.popleft()
+            send()
