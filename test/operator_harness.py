@@ -173,6 +173,7 @@ class SessionFaults:
             self._local('DELETE', '/v1/_local/faults')
 
     def close(self) -> None:
+        """Close the connection to the gateway's local routes."""
         self._http.close()
 
 
@@ -220,7 +221,7 @@ class Session:
 
     @property
     def proxy(self) -> FaultProxy:
-        """The proxy the acts go through (the soak shapes its link)."""
+        """Return the proxy the acts go through (the soak shapes its link)."""
         return self.faults.link
 
     def log_tail(self) -> str:
