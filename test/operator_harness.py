@@ -1,10 +1,16 @@
 """
 One policy node process through an operator's day: its set-up and the checks every step shares.
 
-The node runs behind a FaultProxy in front of a warm gateway that serves the reference policy
-and names the task it was asked for (instruction_policy.py), with a safety gate and a hold
-service, explicit starts, and episodes of MAX_ACTIONS actions (3 s: room for a fault after the
-motion starts, short enough to complete). The robot is an AuditedRobot (operator_robot.py).
+The node runs on the v1 or the direct protocol against a warm gateway that serves that protocol
+only, the reference policy naming the task it was asked for (instruction_policy.py), with a
+safety gate and a hold service, explicit starts, and episodes of MAX_ACTIONS actions (3 s: room
+for a fault after the motion starts, short enough to complete). The robot is an AuditedRobot
+(operator_robot.py). Faults (SessionFaults): on v1 one FaultProxy carries everything; on direct
+the node's base_url goes through one FaultProxy in front of the gateway (the control plane) and
+its acts through a second in front of the worker, which the gateway names in its connect
+answer (--worker-url). Transport faults (reset, stall) go on the proxy the acts take; canned
+answers (502s, malformed, refusals, an action outside the limits) come from the gateway itself
+(/v1/_local/faults), since a proxy cannot answer inside the worker's pinned TLS.
 
 A step starts in the session's resting state (active, no episode running, a healthy robot)
 and ends there; `Session.settled` checks that after each: the node alive with no traceback,
@@ -17,10 +23,13 @@ two-core machine), plus how long it may need to see the fault (an input's timeou
 of the input that carries it); no moving command may arrive after that deadline.
 """
 
+import base64
 import contextlib
 from dataclasses import dataclass, field
+import json
 from pathlib import Path
 import time
+from types import SimpleNamespace
 
 from diagnostic_msgs.msg import DiagnosticStatus
 import httpx
@@ -43,8 +52,10 @@ from ros_harness import (
     statuses_after,
     wait_until,
 )
+from sequence_ai_ros.contract.error_codes import code_for_status, spec_of
 from sequence_ai_ros.faults import FaultProxy
-from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.gateway.process import free_port, GatewayProcess
+from sequence_ai_ros.harness.direct_session import DirectSession
 from sequence_ai_ros.harness.proc_stats import resident_kib
 from system.test_node_gateway_faults import first_hold
 from system.test_node_lifecycle_abuse import counts, no_growth, settle
@@ -65,25 +76,113 @@ TEST_DIR = str(Path(__file__).resolve().parent)
 REPO = str(Path(__file__).resolve().parents[1])
 
 
-def session_parameters(base_url: str) -> dict:
+PROTOCOLS = ('v1', 'direct')
+
+
+def session_parameters(base_url: str, protocol: str) -> dict:
     """Return the node's parameters for an operator session against `base_url`."""
-    # v1: the session's faults are /v1/act answers its proxy rewrites (a direct act would go
-    # to the worker, around the proxy); test_node_direct runs the node's episodes on direct.
     return node_parameters(
-        base_url=base_url, protocol='v1', max_actions=MAX_ACTIONS, start_on_activate=False,
+        base_url=base_url, protocol=protocol, max_actions=MAX_ACTIONS, start_on_activate=False,
         request_timeout_s=REQUEST_TIMEOUT_S, request_retries=RETRIES, retry_backoff_s=BACKOFF_S,
         startup_timeout_s=STARTUP_TIMEOUT_S, safety_gate_topic='safety_gate',
         safety_gate_timeout_s=GATE_TIMEOUT_S, joint_state_timeout_s=JOINT_TIMEOUT_S,
         camera_timeout_s=CAMERA_TIMEOUT_S, instruction=INSTRUCTION)
 
 
-def session_gateway() -> GatewayProcess:
-    """Return a warm gateway for the session, not started (restart_gateway may make it cold)."""
+def session_gateway(protocol: str, worker: list[str]) -> GatewayProcess:
+    """
+    Return a warm gateway serving `protocol` only, not started (it may restart cold).
+
+    `worker` are its --worker-port and --worker-url flags on direct.
+    """
+    # No keepalive within a session (the seat is kept 20000 s here): the gateway restarted
+    # mid-episode is met by the acts, never by a keepalive racing them (a seat lost instead
+    # of the episode: test_node_direct's case).
+    seats = ['--seat-ttl-s', '100000'] if protocol == 'direct' else []
     return GatewayProcess(
-        ['--time-scale', str(NODE_SCALE), '--latency-median-s', '0.4', '--cold-start-s',
-         str(COLD_START_MODEL_S), '--idle-cold-s', '1000000', '--policy',
-         'instruction_policy:make_echo_policy', '--start-warm'],
+        ['--protocol', protocol, '--time-scale', str(NODE_SCALE), '--latency-median-s', '0.4',
+         '--cold-start-s', str(COLD_START_MODEL_S), '--idle-cold-s', '1000000', '--policy',
+         'instruction_policy:make_echo_policy', '--start-warm', *seats, *worker],
         keys={NODE_KEY: 10**6}, import_paths=[TEST_DIR])
+
+
+class SessionFaults:
+    """
+    Where a step's faults go, the same steps on either protocol.
+
+    Transport faults (reset, stall) on `link`, the proxy the acts go through; canned answers
+    from the gateway (/v1/_local/faults), counted as `respond` in `stats().faults` as the
+    proxy counts its own, so that operator_steps' `fired` brackets either.
+    """
+
+    def __init__(self, protocol: str, gateway: GatewayProcess, link: FaultProxy,
+                 control: FaultProxy) -> None:
+        self.protocol, self.gateway = protocol, gateway
+        self.link, self.control = link, control
+        self._http = httpx.Client(timeout=10.0)
+
+    def _local(self, method: str, path: str, **kwargs) -> dict:
+        url = self.gateway.base_url + path
+        try:
+            answer = self._http.request(method, url, **kwargs)
+        except httpx.TransportError:  # a restarted gateway: the kept connection is gone
+            answer = self._http.request(method, url, **kwargs)
+        answer.raise_for_status()
+        return answer.json()
+
+    def stats(self) -> SimpleNamespace:
+        """Return the faults that fired so far: the link's, and the gateway's answers."""
+        sent = self._local('GET', '/v1/_local/stats')['answer_faults']['sent']['act']
+        return SimpleNamespace(faults={**self.link.stats().faults, 'respond': sent})
+
+    def reset_next(self) -> None:
+        """Reset the next request on the link the acts take."""
+        self.link.reset_next()
+
+    def stall_next(self) -> None:
+        """Stall the next request on the link the acts take (until clear())."""
+        self.link.stall_next()
+
+    def respond_next(self, n: int, status: int, body: bytes,
+                     content_type: str | None = 'application/json', on: str = 'act') -> None:
+        """Answer the next n acts (or connects) with this answer, from the gateway."""
+        self._local('POST', '/v1/_local/faults', json={
+            'next': n, 'status': status, 'body_base64': base64.b64encode(body).decode(),
+            'content_type': content_type, 'on': on})
+
+    def refuse_next(self, n: int, status: int, v1_body: bytes) -> None:
+        """
+        Refuse the next n acts with `status`, in the words of the protocol in use.
+
+        On direct a 401 at the worker refuses the direct secret, which the client mends by
+        connecting again: a key refused is that connect refused too.
+        """
+        if self.protocol == 'v1':
+            self.respond_next(n, status, v1_body)
+            return
+        body = coded_body(status, json.loads(v1_body)['detail']['message'])
+        if status == 401:
+            self.respond_next(1, status, body, on='connect')
+        self.respond_next(n, status, body)
+
+    def clear(self) -> None:
+        """Make the links clean both ways and drop every canned answer still armed."""
+        self.link.clear()
+        self.control.clear()
+        if self.gateway.running():  # a gateway that starts again starts with none armed
+            self._local('DELETE', '/v1/_local/faults')
+
+    def close(self) -> None:
+        """Close the connection to the gateway's local routes."""
+        self._http.close()
+
+
+def coded_body(status: int, message: str) -> bytes:
+    """Return the direct protocol's error body for `status` (its code from the table)."""
+    code = code_for_status(status)
+    return json.dumps({'detail': message, 'code': code, 'retryable': spec_of(code).retryable,
+                       'retry_after_s': None, 'request_id': 'r-operator', 'hint': None,
+                       'details': {}}).encode()
 
 
 class RobotStalled(Exception):
@@ -102,13 +201,14 @@ class Run:
 
 @dataclass
 class Session:
-    """The gateway, the proxy in front of it, the node behind it, its robot, and the records."""
+    """The gateway, the faults in front of it, the node behind them, its robot, the records."""
 
+    protocol: str
     gateway: GatewayProcess
-    proxy: FaultProxy
+    faults: SessionFaults
     node: RunningNode
     robot: AuditedRobot
-    answer: dict  # one real /v1/act answer, to build bad ones from
+    answer: dict  # one real act answer of the protocol, to build bad ones from
     baseline: tuple[int, int, int] = (0, 0, 0)  # threads, sockets, TCP sockets
     rss_kib: list[tuple[float, int]] = field(default_factory=list)
     # (what, seconds from `since` to the hold, seconds allowed) of every hold that was due.
@@ -118,6 +218,11 @@ class Session:
     unsafe: list[str] = field(default_factory=list)
     stalls: list[str] = field(default_factory=list)
     _due: list[tuple[str, float]] = field(default_factory=list)
+
+    @property
+    def proxy(self) -> FaultProxy:
+        """Return the proxy the acts go through (the soak shapes its link)."""
+        return self.faults.link
 
     def log_tail(self) -> str:
         return self.node.process.log()[-3000:]
@@ -273,7 +378,7 @@ class Session:
     def prepare(self) -> None:
         """Before a step: a clean link, a healthy robot, a willing hold service."""
         self._due.clear()
-        self.proxy.clear()
+        self.faults.clear()
         self.robot.reset()
         if not self.robot.hold_offered:
             self.robot.offer_hold_service()
@@ -324,19 +429,49 @@ class Session:
         return sample
 
 
-def real_answer(gateway: GatewayProcess) -> dict:
-    """Return one real /v1/act answer of the gateway, to build bad answers from."""
-    from fixtures_gateway import act_body
-    answer = httpx.post(gateway.base_url + '/v1/act', json=act_body(), timeout=10.0,
-                        headers={'Authorization': f'Bearer {NODE_KEY}'})
-    answer.raise_for_status()
-    return answer.json()
+def real_answer(gateway: GatewayProcess, protocol: str) -> dict:
+    """Return one real act answer of the gateway on `protocol`, to build bad answers from."""
+    from fixtures_gateway import act_body, preset_observation
+    if protocol == 'v1':
+        answer = httpx.post(gateway.base_url + '/v1/act', json=act_body(), timeout=10.0,
+                            headers={'Authorization': f'Bearer {NODE_KEY}'})
+        answer.raise_for_status()
+        return answer.json()
+    robot = DirectSession(gateway.base_url, 'pi05-droid', NODE_KEY)
+    try:
+        robot.connect().raise_for_status()
+        robot.observe('bad-answers', preset_observation()).raise_for_status()
+        answer = robot.act('bad-answers')
+        answer.raise_for_status()
+        return answer.json()
+    finally:
+        robot.release()
+        robot.close()
 
 
 @contextlib.contextmanager
-def operator_session(ros, namespace: str = NAMESPACE, record_dir=None):
+def fault_points(protocol: str):
+    """Yield (gateway not started, SessionFaults): the proxies in front of it, started."""
+    with contextlib.ExitStack() as stack:
+        worker: list[str] = []
+        link = None
+        if protocol == 'direct':
+            worker_port = free_port()
+            link = stack.enter_context(FaultProxy('127.0.0.1', worker_port))
+            worker = ['--worker-port', str(worker_port), '--worker-url', link.url('https')]
+        gateway = session_gateway(protocol, worker)
+        stack.callback(gateway.close)
+        gateway.start()
+        control = stack.enter_context(FaultProxy('127.0.0.1', gateway.port))
+        faults = SessionFaults(protocol, gateway, link or control, control)
+        stack.callback(faults.close)
+        yield gateway, faults
+
+
+@contextlib.contextmanager
+def operator_session(ros, namespace: str = NAMESPACE, record_dir=None, protocol: str = 'v1'):
     """
-    Start gateway, proxy and node, run a warm-up episode, yield the Session; stop them all.
+    Start gateway, proxies and node, run a warm-up episode, yield the Session; stop them all.
 
     With `record_dir` the node records every episode there.
 
@@ -344,25 +479,23 @@ def operator_session(ros, namespace: str = NAMESPACE, record_dir=None):
     heard yet ends that episode (rightly). The warm-up fills the connection pool, so the
     baseline of threads and sockets compares like with like.
     """
-    gateway = session_gateway().start()
-    proxy = FaultProxy('127.0.0.1', gateway.port).start()
-    params = session_parameters(proxy.url())
-    if record_dir is not None:
-        params.update(record=True, record_dir=str(record_dir))
-    robot = AuditedRobot(ros.node, namespace, params)
-    process = PolicyNodeProcess(namespace, params, NODE_ENV)
-    try:
-        assert wait_until(robot.change_client.service_is_ready, 20), process.log()
-        assert robot.configure() and robot.activate(), process.log()
-        session = Session(gateway, proxy, RunningNode(robot, process, dict(params)), robot,
-                          real_answer(gateway))
-        session.stop(session.begin())
-        session.baseline = counts(process.proc.pid)
-        session.sample()
-        yield session
-    finally:
-        robot.close()
-        process.stop()
-        proxy.close()
-        gateway.close()
-        assert NODE_KEY not in process.log(), 'the API key reached the log'
+    with fault_points(protocol) as (gateway, faults):
+        params = session_parameters(faults.control.url(), protocol)
+        if record_dir is not None:
+            params.update(record=True, record_dir=str(record_dir))
+        robot = AuditedRobot(ros.node, namespace, params)
+        process = PolicyNodeProcess(namespace, params, NODE_ENV)
+        try:
+            assert wait_until(robot.change_client.service_is_ready, 20), process.log()
+            assert robot.configure() and robot.activate(), process.log()
+            session = Session(protocol, gateway, faults,
+                              RunningNode(robot, process, dict(params)), robot,
+                              real_answer(gateway, protocol))
+            session.stop(session.begin())
+            session.baseline = counts(process.proc.pid)
+            session.sample()
+            yield session
+        finally:
+            robot.close()
+            process.stop()
+            assert NODE_KEY not in process.log(), 'the API key reached the log'

@@ -34,9 +34,10 @@ from ros_harness import (
 )
 from std_msgs.msg import String
 from system.test_node_faults import joints_back_in_time, joints_stop
-from system.test_node_gateway_faults import fired, MALFORMED
+from system.test_node_gateway_faults import chunk_of, fired, MALFORMED
 
 BOUND_S = CONTROL_PERIOD_S + MARGIN_S
+MODEL = 'accounts/sequences/models/pi05-droid'
 
 
 # -- episodes that end by themselves or by the operator -------------------------------------
@@ -100,17 +101,17 @@ def gate(closed: bool) -> Callable[[Session], str]:
 def out_of_limits(answer: dict) -> bytes:
     """Return a well-formed answer whose every value is OUT_OF_LIMITS (never to be played)."""
     body = copy.deepcopy(answer)
-    for step in body['action_chunk']['steps']:
+    for step in chunk_of(body)['steps']:
         step['values'] = [OUT_OF_LIMITS] * len(step['values'])
     return json.dumps(body).encode()
 
 
 def action_outside_limits(s: Session) -> str:
-    seen = s.proxy.stats().faults.get('respond', 0)
+    seen = s.faults.stats().faults.get('respond', 0)
     run = s.begin()
     armed = time.monotonic()
-    s.proxy.respond_next(1, 200, out_of_limits(s.answer))
-    assert fired(s.proxy, 'respond', seen, armed), 'no request after the fault was armed'
+    s.faults.respond_next(1, 200, out_of_limits(s.answer))
+    assert fired(s.faults, 'respond', seen, armed), 'no request after the fault was armed'
     result = s.finish(run, 'safety', 'action: ')
     held = final_hold(s.robot, run.started)
     moving = [t for t, m in commands_after(s.robot, run.started) if not is_hold(m) and t < held]
@@ -125,11 +126,11 @@ def action_outside_limits(s: Session) -> str:
 def refusal(case) -> Callable[[Session], str]:
     """Return the step of a deterministic refusal, 401 or 402: it ends at once, no retry."""
     def run_refusal(s: Session) -> str:
-        seen = s.proxy.stats().faults.get('respond', 0)
+        seen = s.faults.stats().faults.get('respond', 0)
         run = s.begin()
         armed = time.monotonic()
-        s.proxy.respond_next(1, case.status, case.body)
-        bracket = fired(s.proxy, 'respond', seen, armed)
+        s.faults.refuse_next(1, case.status, case.body)
+        bracket = fired(s.faults, 'respond', seen, armed)
         assert bracket, 'no request after the fault was armed'
         s.check_hold(case.case, bracket[0], bracket[1] + BOUND_S)
         result = s.finish(run, 'error', 'gateway: ')
@@ -146,11 +147,11 @@ BAD_GATEWAY = json.dumps({'detail': {'status': 'bad_gateway',
 
 
 def retries_spent(s: Session) -> str:
-    seen = s.proxy.stats().faults.get('respond', 0)
+    seen = s.faults.stats().faults.get('respond', 0)
     run = s.begin()
     armed = time.monotonic()
-    s.proxy.respond_next(RETRIES + 1, 502, BAD_GATEWAY)
-    last = fired(s.proxy, 'respond', seen + RETRIES, armed)
+    s.faults.refuse_next(RETRIES + 1, 502, BAD_GATEWAY)
+    last = fired(s.faults, 'respond', seen + RETRIES, armed)
     assert last, 'fewer requests than the retries after the fault was armed'
     s.check_hold(f'{RETRIES + 1} 502s in a row', last[0], last[1] + BOUND_S)
     result = s.finish(run, 'error', 'gateway: ')
@@ -162,11 +163,11 @@ def retries_spent(s: Session) -> str:
 def ride_through(kind: str, arm: Callable[[Session], None]) -> Callable[[Session], str]:
     """Return a step for one transient fault: retried, the episode goes on; then a stop."""
     def run_ride_through(s: Session) -> str:
-        seen = s.proxy.stats().faults.get(kind, 0)
+        seen = s.faults.stats().faults.get(kind, 0)
         run = s.begin()
         armed = time.monotonic()
         arm(s)
-        bracket = fired(s.proxy, kind, seen, armed)
+        bracket = fired(s.faults, kind, seen, armed)
         assert bracket, 'no request after the fault was armed'
         # The lost request fails (at once, or after the timeout) and is retried.
         lost = REQUEST_TIMEOUT_S if kind == 'stall' else 0.0
@@ -180,7 +181,7 @@ def ride_through(kind: str, arm: Callable[[Session], None]) -> Callable[[Session
 
 def malformed(name: str) -> Callable[[Session], None]:
     def arm(s: Session) -> None:
-        s.proxy.respond_next(1, 200, *MALFORMED[name](s.answer))
+        s.faults.respond_next(1, 200, *MALFORMED[name](s.answer))
     return arm
 
 
@@ -189,20 +190,26 @@ def gateway_restarted_cold(s: Session) -> str:
     stopping = time.monotonic()
     s.restart_gateway(cold=True)
     s.check_dry_hold('gateway restarted mid-episode', stopping)
-    # Back before the retries ran out, the gateway answers warming: the node holds, waits the
-    # warm-up out and goes on in the same episode; later than that, the episode ends in error.
+    # Back before the retries ran out, the gateway answers warming: on v1 the node holds,
+    # waits the warm-up out and goes on in the same episode; later than that, the episode ends
+    # in error. On direct the episode lived in the worker that stopped and never goes on: it
+    # ends holding, whether the retries ran out first or the worker, back, said episode_lost.
     ended = outcome_after(s.robot, run.index, STARTUP_TIMEOUT_S + 30)
-    if ended is not None and ended['outcome'] == 'completed':
+    if s.protocol == 'v1' and ended is not None and ended['outcome'] == 'completed':
         result = s.finish(run, 'completed', 'completed')
         assert result['holds'] >= 1 and result['failed_requests'] >= 1, result
     else:
         result = s.finish(run, 'error', 'gateway: ')
         s.expect_status('episode', ERROR, 'ended by an error', run.ended)
-    # Cold again, and asked by nobody yet: the next start waits the warm-up out, then moves.
+    # Cold again, and asked by nobody yet: the next start waits the warm-up out, then moves
+    # (on direct, seated again on the worker that came back, under its new certificate).
     s.restart_gateway(cold=True)
     waiting = time.monotonic()
     run = s.begin(timeout=STARTUP_TIMEOUT_S + 10)
     s.expect_status('gateway', WARN, 'warming up', waiting)
+    if s.protocol == 'direct':
+        seats = s.gateway.stats()['direct']['seats'][MODEL]
+        assert seats['held'] == 1 and seats['sessions'][0]['acts'] > 0, seats
     s.stop(run)
     return f'{result["reason"]}; the next episode waited out the warm-up'
 

@@ -12,6 +12,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from .act import ActService
+from .answer_faults import AnswerFaults, CannedAnswers, faults_route
 from .catalogue import Catalogue, load_catalogue
 from .config import GatewayConfig
 from .core import PolicyCore
@@ -66,6 +67,7 @@ def create_app(config: GatewayConfig, backend: PolicyBackend | None = None) -> S
                       LatencySampler(config.scenario, scale, config.step_after_s, config.seed),
                       backend, config.concurrency * backend.replicas, config.seed)
     service = ActService(core, ledger, config.max_body_bytes, config.body_timeout_s)
+    faults = AnswerFaults()
     direct, worker, control_routes = None, None, []
     if config.protocol != 'v1':
         # Here: a v1-only gateway (and every Ray replica) needs neither msgpack nor cryptography.
@@ -75,7 +77,7 @@ def create_app(config: GatewayConfig, backend: PolicyBackend | None = None) -> S
 
         direct = DirectState(core, ledger, config.direct, scale, config.max_body_bytes,
                              config.body_timeout_s)
-        worker = Worker(direct)
+        worker = Worker(direct, faults)
         control_routes = ControlPlane(direct).routes()
     stats = Stats()
     openapi = json.loads(OPENAPI_FILE.read_text(encoding='utf-8'))
@@ -99,7 +101,7 @@ def create_app(config: GatewayConfig, backend: PolicyBackend | None = None) -> S
             in_flight=sum(q['in_flight'] for q in queues.values()),
             auth='keys' if ledger.enabled else 'disabled',
             scenario=config.scenario, time_scale=scale, policy=policy_name,
-            protocol=config.protocol, **backend.describe())
+            protocol=config.protocol, answer_faults=faults.snapshot(), **backend.describe())
         if direct is not None and worker is not None:
             seen = worker.stats.snapshot()
             body['direct'] = {**direct.snapshot(), 'worker': {
@@ -127,12 +129,15 @@ def create_app(config: GatewayConfig, backend: PolicyBackend | None = None) -> S
         Route('/v1/health', health, methods=['GET']),
         Route('/v1/_local/stats', local_stats, methods=['GET']),
         Route('/v1/_local/drain', local_drain, methods=['POST']),
+        Route('/v1/_local/faults', faults_route(faults), methods=['POST', 'DELETE']),
         Route('/openapi.json', openapi_json, methods=['GET']),
     ]
     if config.protocol != 'direct':
         routes.append(Route('/v1/act', service.handle, methods=['POST']))
     routes += control_routes
-    app = Starlette(routes=routes, middleware=[Middleware(StatsMiddleware, stats=stats)],
+    # Stats outside the canned answers: they count what the caller was answered.
+    app = Starlette(routes=routes, middleware=[Middleware(StatsMiddleware, stats=stats),
+                                               Middleware(CannedAnswers, faults=faults)],
                     exception_handlers={HTTPException: http_error, Exception: server_error})
     # The worker's app serves on its own listener (server.py); it shares the direct state.
     app.state.direct = direct

@@ -28,6 +28,9 @@ class DirectSettings:
     request_timeout_s: float = REQUEST_TIMEOUT_S
     worker_host: str = '127.0.0.1'
     worker_port: int = 0  # 0: an ephemeral port, named in the connect answer
+    # The worker's address as robots reach it (a load balancer, a proxy), when not the bound
+    # one; its TLS passes through unchanged, so the pinned certificate is still the worker's.
+    worker_url: str | None = None
 
     def __post_init__(self) -> None:
         if self.seats < 1:
@@ -37,6 +40,18 @@ class DirectSettings:
                 raise ValueError(f'{name} must be > 0')
         if not 0 <= self.worker_port < 65536:
             raise ValueError('worker port must be 0 (any) or 1-65535')
+        if self.worker_url is not None:
+            self.worker_url = advertised_worker_url(self.worker_url)
+
+
+def advertised_worker_url(url: str) -> str:
+    """Return `url` without a trailing slash; ValueError unless it is https://host[:port]."""
+    scheme, _, rest = url.strip().partition('://')
+    host = rest.rstrip('/')
+    if scheme.lower() != 'https' or not host or '/' in host or '@' in host:
+        raise ValueError(f'--worker-url {url!r}: expected https://host[:port] (the client '
+                         'trusts only the pinned TLS worker, at its root)')
+    return f'https://{host}'
 
 
 @dataclass

@@ -93,6 +93,10 @@ def build_parser(prog: str = 'gateway') -> argparse.ArgumentParser:
     add('--worker-port', type=int, default=direct.worker_port, metavar='PORT',
         help="the direct worker's HTTPS port (default 0: any free one, named in the connect "
         'answer)')
+    add('--worker-url', default=None, metavar='URL',
+        help="the worker's address in the connect answer when robots reach it elsewhere than "
+        'the bound one (a load balancer or a TCP proxy in front: https://host:port; its TLS '
+        'must pass through untouched, the certificate is pinned)')
     add('--seats', type=int, default=direct.seats, metavar='N',
         help='robots served at once per deployment on the direct protocol (default %(default)s)')
     add('--seat-queue', action='store_true',
@@ -123,6 +127,8 @@ def config_from_args(args: argparse.Namespace) -> GatewayConfig:
         # shared between replicas: not done; --ray serves /v1/act only.
         raise ValueError(f'--protocol {protocol} is not served on Ray: --ray serves v1 only '
                          '(see docs/PROTOCOL.md)')
+    if args.worker_url and protocol == 'v1':
+        raise ValueError('--worker-url names the direct worker: not with --protocol v1')
     return GatewayConfig(
         host=args.host, port=args.port, time_scale=args.time_scale, scenario=args.scenario,
         step_after_s=args.step_after_s, latency_median_s=args.latency_median_s,
@@ -138,7 +144,8 @@ def config_from_args(args: argparse.Namespace) -> GatewayConfig:
         direct=DirectSettings(seats=args.seats, queue=args.seat_queue,
                               seat_ttl_s=args.seat_ttl_s, lease_ttl_s=args.lease_ttl_s,
                               request_timeout_s=args.request_timeout_s,
-                              worker_host=args.host, worker_port=args.worker_port))
+                              worker_host=args.host, worker_port=args.worker_port,
+                              worker_url=args.worker_url))
 
 
 def main(argv: Sequence[str] | None = None, prog: str = 'gateway') -> int:
@@ -261,10 +268,12 @@ def _worker_listener(app: Any, config: GatewayConfig) -> Iterator[Any]:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((host, config.direct.worker_port))
         port = sock.getsockname()[1]
-        direct.worker_url = (f'https://[{reachable}]:{port}' if ':' in reachable
-                             else f'https://{reachable}:{port}')
+        bound = (f'https://[{reachable}]:{port}' if ':' in reachable
+                 else f'https://{reachable}:{port}')
+        direct.worker_url = config.direct.worker_url or bound
         direct.fingerprint = certificate.fingerprint
-        LOG.info('direct worker at %s (certificate sha256 %s)', direct.worker_url,
+        LOG.info('direct worker at %s%s (certificate sha256 %s)', bound,
+                 '' if direct.worker_url == bound else f', reached at {direct.worker_url}',
                  certificate.fingerprint)
         yield sock, certificate
     finally:

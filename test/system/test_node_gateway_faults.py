@@ -207,9 +207,14 @@ def underrun_gaps(robot: Robot, since: float) -> list[tuple[float, float]]:
 
 # -- faults the retries ride through ---------------------------------------------------------
 
+def chunk_of(answer: dict) -> dict:
+    """Return the action chunk of a v1 answer (`action_chunk`) or a direct one (`outputs`)."""
+    return answer['action_chunk'] if 'action_chunk' in answer else answer['outputs']
+
+
 def _steps(answer: dict, mutate) -> bytes:
     body = json.loads(json.dumps(answer))
-    for i, step in enumerate(body['action_chunk']['steps']):
+    for i, step in enumerate(chunk_of(body)['steps']):
         mutate(i, step)
     return json.dumps(body, allow_nan=True).encode()
 

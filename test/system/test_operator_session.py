@@ -1,9 +1,10 @@
 """
-An operator's whole day on one policy node process: every way an episode ends.
+An operator's whole day on one policy node process: every way an episode ends, on each protocol.
 
-One node, behind a FaultProxy, runs dozens of episodes that complete, are stopped (service,
-deactivate, cleanup), end on a safety check (NaN, stale or unusable inputs, a closed or silent
-safety gate, an action outside the limits) or on a gateway fault (401, 402, retries spent, the
+One node, on v1 or on the direct protocol (operator_harness.SessionFaults says where the
+faults go on each), runs dozens of episodes that complete, are stopped (service, deactivate,
+cleanup), end on a safety check (NaN, stale or unusable inputs, a closed or silent safety
+gate, an action outside the limits) or on a gateway fault (401, 402, retries spent, the
 gateway restarted cold), or ride faults through (a reset, a stall, a 502, malformed answers,
 the instruction changed), with the hold service absent or refusing, and with refused calls
 mixed in (stop with none running, start twice, cleanup or configure while active, bad
@@ -23,8 +24,9 @@ import json
 import os
 import random
 
-from operator_harness import operator_session
+from operator_harness import operator_session, PROTOCOLS
 from operator_plan import run_step, SEED_ENV, session_plan
+import pytest
 from sequence_ai_ros.cli import report_command
 from sequence_ai_ros.record.reader import read_episode
 from sequence_ai_ros.record.schemas import OUTCOME
@@ -32,13 +34,14 @@ from sequence_ai_ros.record.schemas import OUTCOME
 RSS_GROWTH_KIB = 32 * 1024
 
 
-def test_one_node_through_an_operators_day(ros, tmp_path):
+@pytest.mark.parametrize('protocol', PROTOCOLS)
+def test_one_node_through_an_operators_day(ros, tmp_path, protocol):
     seed = int(os.environ.get(SEED_ENV) or random.SystemRandom().randrange(1, 10**6))
     plan = session_plan(random.Random(seed))
-    print(f'operator session: seed {seed}, {len(plan)} steps')
+    print(f'operator session on {protocol}: seed {seed}, {len(plan)} steps')
     records = []
     episodes_dir = tmp_path / 'episodes'
-    with operator_session(ros, record_dir=episodes_dir) as session:
+    with operator_session(ros, record_dir=episodes_dir, protocol=protocol) as session:
         step = None
         try:
             for step in plan:

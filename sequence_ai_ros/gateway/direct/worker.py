@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 from sequence_ai_ros.gateway.act import action_chunk
+from sequence_ai_ros.gateway.answer_faults import AnswerFaults, CannedAnswers
 from sequence_ai_ros.gateway.catalogue import ModelProfile
 from sequence_ai_ros.gateway.core import Served
 from sequence_ai_ros.gateway.errors import ApiError, JsonReply, shown, WarmingUp
@@ -59,9 +60,10 @@ class FormatsHeader:
 class Worker:
     """The worker's routes over the shared direct state."""
 
-    def __init__(self, state: DirectState) -> None:
+    def __init__(self, state: DirectState, faults: AnswerFaults | None = None) -> None:
         self.state = state
         self.stats = Stats()
+        self.faults = faults or AnswerFaults()  # canned answers (/v1/_local/faults)
 
     def app(self) -> Starlette:
         """Build the worker's ASGI app."""
@@ -79,7 +81,8 @@ class Worker:
 
         return Starlette(routes=routes,
                          middleware=[Middleware(FormatsHeader),
-                                     Middleware(StatsMiddleware, stats=self.stats)],
+                                     Middleware(StatsMiddleware, stats=self.stats),
+                                     Middleware(CannedAnswers, faults=self.faults)],
                          exception_handlers={404: not_found, 405: not_found,
                                              Exception: server_error})
 
