@@ -24,6 +24,7 @@ from ._episode_ends import EpisodeEnds
 from ._episodes import EpisodeBook
 from ._errors import (
     AuthError,
+    CertPinError,
     Conflict,
     EpisodeLost,
     InvalidRequest,
@@ -73,6 +74,7 @@ class DirectConnection:
         self._observe_lock = threading.Lock()
         self._route: WorkerRoute | None = None
         self._worker: WorkerChannel | None = None
+        self._reached: WorkerChannel | None = None  # the last worker its pin let a request to
         self._renew_at: float | None = None
         self._seat_reported = False
         self._ends = EpisodeEnds()
@@ -229,7 +231,19 @@ class DirectConnection:
             worker = None
             try:
                 worker = self._current_worker()  # a connect's busy 429 backs off as an act's
-                return call(worker)
+                answer = call(worker)
+                self._reached = worker
+                return answer
+            except CertPinError:
+                # A worker this route reached before shows another certificate: it restarted,
+                # and only a new connect names the certificate to pin now. A route whose pin
+                # never let a request through fails closed, never retried.
+                if worker is None or worker is not self._reached:
+                    raise
+                _log.warning('the worker presented another certificate than the one pinned at '
+                             'connect: connecting again for its new route')
+                self._drop_worker(worker)
+                self._reached = None
             except EpisodeLost:
                 self.episodes.end()  # the worker lost it; the next request opens another
                 raise

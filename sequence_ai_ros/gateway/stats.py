@@ -10,7 +10,7 @@ idle_s, warmups, in_flight, queued, max_queued}}, `queue_depth`, `in_flight`, `p
 `auth`, `scenario`, `time_scale`, `policy`, `protocol`, and with the direct protocol `direct`
 {worker_url, draining, seats {model: {seats, held, sessions, line, released, expired}},
 episodes {open, observations, acts, ended, lost, missing, labels}, worker {connections,
-requests, acts}}.
+requests, acts}}, and `answer_faults` {armed {act, connect}, sent {act, connect}}.
 """
 
 from collections import defaultdict

@@ -13,7 +13,7 @@ import httpx
 from observations import observation
 import pytest
 import sequence_ai_ros as sai
-from sequence_ai_ros.gateway.process import GatewayProcess
+from sequence_ai_ros.gateway.process import free_port, GatewayProcess
 
 KEY = 'seq_client_direct_tests_key_0001'
 SCALE = 0.2
@@ -138,6 +138,19 @@ def test_an_episode_end_not_waited_for_delays_nobody_and_still_reaches_the_worke
             time.sleep(0.05)
         assert ended(gw) == 1, 'the end queued while the worker was frozen never reached it'
         assert len(policy.predict(OBS).action_chunk) > 0
+
+
+def test_a_worker_restarted_between_episodes_is_pinned_again_from_a_new_connect():
+    args = ['--time-scale', str(SCALE), '--start-warm', '--protocol', 'direct', '--worker-port',
+            str(free_port()), '--seat-ttl-s', '100000']  # no keepalive notices the restart
+    with GatewayProcess(args, keys={KEY: 100000}) as gateway:
+        with connect(gateway, protocol='direct') as policy:
+            policy.predict(OBS)
+            policy.end_episode()
+            connects = policy.direct.connects
+            gateway.restart()  # the same ports; the worker presents a new certificate
+            assert len(policy.predict(OBS).action_chunk) > 0
+            assert policy.direct.connects == connects + 1
 
 
 def test_close_sends_the_episode_ends_still_queued_before_it_gives_the_seat_back(direct_only):
