@@ -256,11 +256,13 @@ def report(rows: Sequence[Measures], results: Sequence[RunResult], plan: dict[st
 _DEFINITIONS = (
     'Each run is a real `sim_arm` (Kilted controller rules; physics at '
     f"{JOINT_STATE_HZ:g} Hz; its controller_manager at the controllers file's 1000 Hz, "
-    "clamping every command to the joints' limits as Kilted's does, a forward controller "
-    'writing each command in the update it arrives in, and a joint state for every update, '
-    'stamped at its time, as the real joint_state_broadcaster publishes them: the 10 ms '
-    "grid of the jerk p99 then sees the steps between a forward line's values) and a real "
-    'policy node '
+    'update by update as ros2_control_node runs them: GenericSystem reads what the update '
+    "before wrote, every controller takes the messages DDS received by its update's time, "
+    "commands are clamped to the joints' limits as Kilted's are, and a late update is one "
+    'update with the measured period, the missed ones skipped; a joint state for every '
+    'update, stamped at its time, as the real joint_state_broadcaster publishes them: the '
+    "10 ms grid of the jerk p99 then sees the steps between a forward line's values) and a "
+    'real policy node '
     '(config/pi05_droid.yaml with the mode and its controller as the demo pairs them; the '
     'gripper on its own trajectory controller; **forward_position** draws each step as a '
     'line at forward_output_rate_hz, its default, **forward_position_steps** sends each step '
