@@ -75,7 +75,8 @@ def analyse(results: Sequence[RunResult]) -> list[Measures]:
         row.jerk_clean, row.jerk_stopped = jerk_rms(t, q, clean), jerk_rms(t, q, stopped)
         row.jerk_p99_clean = jerk_p99(t, q, clean)
         row.speed_clean = path_length(t, q, *clean) / (clean[1] - clean[0])
-        row.speed_stopped = path_length(t, q, *stopped) / (stopped[1] - stopped[0])
+        if stopped[1] > stopped[0]:  # --task reach has no phase with stops
+            row.speed_stopped = path_length(t, q, *stopped) / (stopped[1] - stopped[0])
         for pulse in result.pulses:
             measure = stall(pulse, result.series, result.mode, period, t, q, v)
             if measure is None:
