@@ -53,6 +53,7 @@ class Measures:
     rejected: int = 0
     limit_clamps: int = 0
     commands: int = 0
+    load: float = math.nan
 
 
 def analyse(results: Sequence[RunResult]) -> list[Measures]:
@@ -86,6 +87,7 @@ def analyse(results: Sequence[RunResult]) -> list[Measures]:
         row.underruns = int(result.outcome.get('underruns', 0) or 0)
         row.rejected = result.controller_errors
         row.limit_clamps = result.limit_clamps
+        row.load = result.load
         row.commands = len(result.series.sent)
         rows.append(row)
     return rows
@@ -130,12 +132,12 @@ def phase_table(rows: Sequence[Measures]) -> str:
         (lambda r: r.tracking_clean[0], 1e3, 1), (lambda r: r.tracking_stopped[0], 1e3, 1),
         (lambda r: r.tracking_clean[1], 1e3, 1), (lambda r: r.tracking_stopped[1], 1e3, 1),
         (lambda r: r.jerk_clean, 1.0, 0), (lambda r: r.jerk_stopped, 1.0, 0),
-        (lambda r: r.jerk_p99_clean, 1.0, 0)]
+        (lambda r: r.jerk_p99_clean, 1.0, 0), (lambda r: r.load, 1.0, 1)]
     lines = [
         '| rate | output mode | runs | arm speed (rad/s): clean | with stops | tracking RMS '
         '(mrad): clean | with stops | tracking max (mrad): clean | with stops | jerk RMS '
-        '(rad/s^3): clean | with stops | jerk p99 (rad/s^3): clean | underruns | rejected | '
-        'limit clamps |',
+        '(rad/s^3): clean | with stops | jerk p99 (rad/s^3): clean | load (1 min) | underruns | '
+        'rejected | limit clamps |',
         '|---:|---|---:|' + '---:|' * (len(columns) + 3)]
     for (hz, mode), group in _groups(rows).items():
         cells = [_spread([get(r) for r in group], scale, digits)

@@ -66,6 +66,9 @@ class RunResult:
     outcome: dict[str, Any] = field(default_factory=dict)
     controller_errors: int = 0
     limit_clamps: int = 0
+    # The machine's 1-minute load average as the run ended: the jerk p99 of the position
+    # modes moves with it (how late the node's timers and the controller_manager's loop wake).
+    load: float = 0.0
     failure: str = ''
 
 
@@ -132,6 +135,7 @@ def run_once(setup: Setup, mode: str, hz: float, model: str, repeat: int) -> Run
     result.outcome = recorder.data.outcome or {}
     result.controller_errors = len(recorder.data.controller_errors)
     result.limit_clamps = len(recorder.limit_clamps)
+    result.load = os.getloadavg()[0]
     if result.failure:
         result.failure += '\n' + '\n'.join(
             f'--- {c.name} ({c.log_path}) ---\n{c.log_tail(15)}' for c in (node, sim))
