@@ -126,7 +126,8 @@ def run_once(setup: Setup, mode: str, hz: float, model: str, repeat: int) -> Run
     result.series = recorder.series
     try:
         drive = _drive_reach if reach else _drive
-        result.failure = drive(setup, result, recorder, sim, node, hz)
+        result.failure = _start(recorder, sim, node) or \
+            drive(setup, result, recorder, sim, node, hz)
     finally:
         _resume(node)  # never leave a stopped process behind
         for child in (node, sim):
@@ -162,9 +163,7 @@ def _start(recorder: ModeRecorder, sim: ChildProcess, node: ChildProcess) -> str
 
 def _drive(setup: Setup, result: RunResult, recorder: ModeRecorder, sim: ChildProcess,
            node: ChildProcess, hz: float) -> str:
-    failure = _start(recorder, sim, node)
-    if failure:
-        return failure
+    """Run the back-and-forth: the clean phase, then the stops (the node sends already)."""
     series = recorder.series
     result.first_command = series.sent[0].time
     # The arm starts midway and the first move is half as long: the back-and-forth is then
@@ -208,9 +207,6 @@ def _drive(setup: Setup, result: RunResult, recorder: ModeRecorder, sim: ChildPr
 def _drive_reach(setup: Setup, result: RunResult, recorder: ModeRecorder, sim: ChildProcess,
                  node: ChildProcess, hz: float) -> str:
     """Run one whole episode of the demo's reach; it is all the clean phase."""
-    failure = _start(recorder, sim, node)
-    if failure:
-        return failure
     series = recorder.series
     result.first_command = result.clean_start = series.sent[0].time
     episode_s = REACH_ACTIONS / hz + 30.0
