@@ -19,6 +19,7 @@ from ._transport import Transport
 _log = logging.getLogger('sequence_ai_ros.client')
 KEEPALIVE_TIMEOUT_S = 5.0
 RELEASE_TIMEOUT_S = 3.0
+THREAD_JOIN_S = 1.0
 _open_seats: 'weakref.WeakSet[Seat]' = weakref.WeakSet()
 
 
@@ -104,6 +105,11 @@ class Seat:
         except Exception as exc:
             _log.debug('seat release not answered: %s', exc)
         _open_seats.discard(self)
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            # Woken by the stop at once, unless a keepalive is in flight: close() leaves no
+            # thread behind in the usual case, and waits little in the other.
+            thread.join(THREAD_JOIN_S)
 
 
 @atexit.register

@@ -77,7 +77,10 @@ def test_the_seat_is_held_while_open_and_released_on_close(direct_only):
     assert policy.protocol == 'direct' and not policy.seat_lost
     session = policy.session[:8]
     assert session in [s['session'] for s in seats(direct_only)['sessions']]
+    keepalive = policy.direct.seat._thread
+    assert keepalive is not None and keepalive.is_alive()
     policy.close()
+    assert not keepalive.is_alive(), 'close() left the keepalive thread running'
     after = seats(direct_only)
     assert session not in [s['session'] for s in after['sessions']]
     assert after['released'] == before + 1
