@@ -53,7 +53,6 @@ class Measures:
     rejected: int = 0
     limit_clamps: int = 0
     commands: int = 0
-    load: float = math.nan
 
 
 def analyse(results: Sequence[RunResult]) -> list[Measures]:
@@ -76,8 +75,7 @@ def analyse(results: Sequence[RunResult]) -> list[Measures]:
         row.jerk_clean, row.jerk_stopped = jerk_rms(t, q, clean), jerk_rms(t, q, stopped)
         row.jerk_p99_clean = jerk_p99(t, q, clean)
         row.speed_clean = path_length(t, q, *clean) / (clean[1] - clean[0])
-        if stopped[1] > stopped[0]:  # --task reach has no phase with stops
-            row.speed_stopped = path_length(t, q, *stopped) / (stopped[1] - stopped[0])
+        row.speed_stopped = path_length(t, q, *stopped) / (stopped[1] - stopped[0])
         for pulse in result.pulses:
             measure = stall(pulse, result.series, result.mode, period, t, q, v)
             if measure is None:
@@ -87,7 +85,6 @@ def analyse(results: Sequence[RunResult]) -> list[Measures]:
         row.underruns = int(result.outcome.get('underruns', 0) or 0)
         row.rejected = result.controller_errors
         row.limit_clamps = result.limit_clamps
-        row.load = result.load
         row.commands = len(result.series.sent)
         rows.append(row)
     return rows
@@ -132,12 +129,12 @@ def phase_table(rows: Sequence[Measures]) -> str:
         (lambda r: r.tracking_clean[0], 1e3, 1), (lambda r: r.tracking_stopped[0], 1e3, 1),
         (lambda r: r.tracking_clean[1], 1e3, 1), (lambda r: r.tracking_stopped[1], 1e3, 1),
         (lambda r: r.jerk_clean, 1.0, 0), (lambda r: r.jerk_stopped, 1.0, 0),
-        (lambda r: r.jerk_p99_clean, 1.0, 0), (lambda r: r.load, 1.0, 1)]
+        (lambda r: r.jerk_p99_clean, 1.0, 0)]
     lines = [
         '| rate | output mode | runs | arm speed (rad/s): clean | with stops | tracking RMS '
         '(mrad): clean | with stops | tracking max (mrad): clean | with stops | jerk RMS '
-        '(rad/s^3): clean | with stops | jerk p99 (rad/s^3): clean | load (1 min) | underruns | '
-        'rejected | limit clamps |',
+        '(rad/s^3): clean | with stops | jerk p99 (rad/s^3): clean | underruns | rejected | '
+        'limit clamps |',
         '|---:|---|---:|' + '---:|' * (len(columns) + 3)]
     for (hz, mode), group in _groups(rows).items():
         cells = [_spread([get(r) for r in group], scale, digits)
@@ -259,13 +256,11 @@ def report(rows: Sequence[Measures], results: Sequence[RunResult], plan: dict[st
 _DEFINITIONS = (
     'Each run is a real `sim_arm` (Kilted controller rules; physics at '
     f"{JOINT_STATE_HZ:g} Hz; its controller_manager at the controllers file's 1000 Hz, "
-    'update by update as ros2_control_node runs them: GenericSystem reads what the update '
-    "before wrote, every controller takes the messages DDS received by its update's time, "
-    "commands are clamped to the joints' limits as Kilted's are, and a late update is one "
-    'update with the measured period, the missed ones skipped; a joint state for every '
-    'update, stamped at its time, as the real joint_state_broadcaster publishes them: the '
-    "10 ms grid of the jerk p99 then sees the steps between a forward line's values) and a "
-    'real policy node '
+    "clamping every command to the joints' limits as Kilted's does, a forward controller "
+    'writing each command in the update it arrives in, and a joint state for every update, '
+    'stamped at its time, as the real joint_state_broadcaster publishes them: the 10 ms '
+    "grid of the jerk p99 then sees the steps between a forward line's values) and a real "
+    'policy node '
     '(config/pi05_droid.yaml with the mode and its controller as the demo pairs them; the '
     'gripper on its own trajectory controller; **forward_position** draws each step as a '
     'line at forward_output_rate_hz, its default, **forward_position_steps** sends each step '

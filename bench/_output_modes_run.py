@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 from sequence_ai_ros.demo.configs import config_file, find_config
 from sequence_ai_ros.demo.controllers import controller_setup
-from sequence_ai_ros.demo.runner import TARGET_XY
 from sequence_ai_ros.gateway.reference_policy import plan_reach
 from sequence_ai_ros.harness.child_processes import ChildProcess, ros_environment
 from sequence_ai_ros.harness.ros_side import RosSide
@@ -47,7 +46,6 @@ VARIANTS = {'forward_position_steps': ('forward_position', {'forward_output_rate
                for hz in (250, 1000)}}
 STEP_TIMEOUT_S = 30.0
 LOOP_S = 0.01
-REACH_ACTIONS = 150
 
 
 @dataclass
@@ -66,9 +64,6 @@ class RunResult:
     outcome: dict[str, Any] = field(default_factory=dict)
     controller_errors: int = 0
     limit_clamps: int = 0
-    # The machine's 1-minute load average as the run ended: the jerk p99 of the position
-    # modes moves with it (how late the node's timers and the controller_manager's loop wake).
-    load: float = 0.0
     failure: str = ''
 
 
@@ -84,10 +79,6 @@ class Setup:
     clean_s: float
     delays_s: tuple[float, ...]
     seed: int
-    # 'back_and_forth' (the default, with stops) or 'reach': the demo's single reach from
-    # HOME for REACH_ACTIONS actions, no stops, measured over the whole episode (as the real
-    # controllers' figures were: 150-action episodes).
-    task: str = 'back_and_forth'
 
 
 def start_posture() -> list[float]:
@@ -106,18 +97,17 @@ def run_once(setup: Setup, mode: str, hz: float, model: str, repeat: int) -> Run
     output_mode, extra = VARIANTS.get(mode, (mode, {}))
     sim_args, node_params = controller_setup(output_mode, 'trajectory', DISTRO)
     node_params.update(extra)
-    reach = setup.task == 'reach'
-    first = TARGET_XY if reach else TARGETS[0]
-    posture = [] if reach else ['-p', f'initial_positions:={start_posture()!r}']
+    first = TARGETS[0]
     sim = _child(setup, 'sim_arm', ns, 'sequence_ai_ros.sim.node', [
         '-p', 'time_scale:=1.0', '-p', f'joint_state_rate_hz:={JOINT_STATE_HZ!r}',
-        '-p', f'target_xy:=[{first[0]!r}, {first[1]!r}]', *posture, *sim_args,
+        '-p', f'target_xy:=[{first[0]!r}, {first[1]!r}]',
+        '-p', f'initial_positions:={start_posture()!r}', *sim_args,
         '--params-file', str(find_config(CONTROLLERS_FILE))])
     expected_s = (WARMUP_MOVES + 1) * TARGET_EVERY_S + setup.clean_s + \
         len(setup.delays_s) * 6.0 + 20.0
-    actions = REACH_ACTIONS if reach else round(expected_s * hz)
     params = {'model': model, 'base_url': setup.base_url, 'hold_service': f'{ns}/sim_arm/hold',
-              'max_actions': str(actions), 'startup_timeout_s': '30.0', **node_params}
+              'max_actions': str(round(expected_s * hz)), 'startup_timeout_s': '30.0',
+              **node_params}
     node = _child(setup, 'policy_node', ns, 'sequence_ai_ros.node.main', [
         '--params-file', str(config_file('pi05-droid')),
         *[arg for name, value in params.items() for arg in ('-p', f'{name}:={value}')]],
@@ -125,9 +115,7 @@ def run_once(setup: Setup, mode: str, hz: float, model: str, repeat: int) -> Run
     recorder = ModeRecorder(setup.ros, ns, output_mode)
     result.series = recorder.series
     try:
-        drive = _drive_reach if reach else _drive
-        result.failure = _start(recorder, sim, node) or \
-            drive(setup, result, recorder, sim, node, hz)
+        result.failure = _drive(setup, result, recorder, sim, node, hz)
     finally:
         _resume(node)  # never leave a stopped process behind
         for child in (node, sim):
@@ -136,15 +124,14 @@ def run_once(setup: Setup, mode: str, hz: float, model: str, repeat: int) -> Run
     result.outcome = recorder.data.outcome or {}
     result.controller_errors = len(recorder.data.controller_errors)
     result.limit_clamps = len(recorder.limit_clamps)
-    result.load = os.getloadavg()[0]
     if result.failure:
         result.failure += '\n' + '\n'.join(
             f'--- {c.name} ({c.log_path}) ---\n{c.log_tail(15)}' for c in (node, sim))
     return result
 
 
-def _start(recorder: ModeRecorder, sim: ChildProcess, node: ChildProcess) -> str:
-    """Bring the node up through its lifecycle until it sends; return what failed, or ''."""
+def _drive(setup: Setup, result: RunResult, recorder: ModeRecorder, sim: ChildProcess,
+           node: ChildProcess, hz: float) -> str:
     from lifecycle_msgs.msg import Transition
 
     series = recorder.series
@@ -158,13 +145,6 @@ def _start(recorder: ModeRecorder, sim: ChildProcess, node: ChildProcess) -> str
             return _dead(sim, node) or f'the policy node did not {step}'
     if not _wait(lambda: bool(series.sent), sim, node):
         return _dead(sim, node) or 'the policy node sent no command'
-    return ''
-
-
-def _drive(setup: Setup, result: RunResult, recorder: ModeRecorder, sim: ChildProcess,
-           node: ChildProcess, hz: float) -> str:
-    """Run the back-and-forth: the clean phase, then the stops (the node sends already)."""
-    series = recorder.series
     result.first_command = series.sent[0].time
     # The arm starts midway and the first move is half as long: the back-and-forth is then
     # symmetric from the start, and settled after one more move.
@@ -201,21 +181,6 @@ def _drive(setup: Setup, result: RunResult, recorder: ModeRecorder, sim: ChildPr
     result.end = time.time()
     recorder.stop_episode()
     _wait(lambda: recorder.data.outcome is not None, sim, node, timeout_s=5.0)
-    return ''
-
-
-def _drive_reach(setup: Setup, result: RunResult, recorder: ModeRecorder, sim: ChildProcess,
-                 node: ChildProcess, hz: float) -> str:
-    """Run one whole episode of the demo's reach; it is all the clean phase."""
-    series = recorder.series
-    result.first_command = result.clean_start = series.sent[0].time
-    episode_s = REACH_ACTIONS / hz + 30.0
-    if not _wait(lambda: recorder.data.outcome is not None, sim, node, timeout_s=episode_s):
-        return _dead(sim, node) or f'the episode did not end within {episode_s:g} s'
-    outcome = recorder.data.outcome or {}
-    if outcome.get('outcome') != 'completed':
-        return f'the episode did not complete: {outcome}'
-    result.clean_end = result.end = series.sent[-1].time
     return ''
 
 

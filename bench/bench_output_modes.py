@@ -2,29 +2,27 @@
 The output-modes benchmark: the policy node's output modes against the simulated stock controllers.
 
 Run: .venv/bin/python -m bench.bench_output_modes [--quick] [--repeats N] [--modes ...]
-     [--rates 15 50] [--seed N] [--task back_and_forth|reach] [--no-write | --write]
-     [--results PATH]
+     [--rates 15 50] [--seed N] [--no-write | --write] [--results PATH]
 
 For each output mode (trajectory_stream, trajectory_plan, forward_position as lines,
-forward_position_steps: each step at once, forward_velocity) at 15 and 50 Hz, a real simulated arm
-(sequence_ai_ros.sim.node, Kilted's controller rules and joint-limit enforcement, joint states and
-physics at 1000 Hz, one controller_manager update each) and a real policy node (the shipped
-pi05_droid.yaml, the mode and its controller set as the demo sets them) run against the local
-gateway (real time, warm, steady latency), closed loop through the camera, while the disc the arm
-reaches for jumps between two mirror-image places every 3 s. 15 Hz is pi05-droid itself; 50 Hz is a
-catalogue entry that is pi05-droid in every respect (space, latency, 1.0 s chunks) but the rate: 50
-steps at 50 Hz. The gateway serves both through a plug-in (_output_modes_policy.py): the reference
-policy's plan, which it makes at the same joint and tool speeds at any rate, with its noise drawn
-on the 15 Hz grid and sampled from one smooth curve, so both rates get the same motion. (The node's
-control_rate_hz would not do: it plays the 15 Hz steps at 50 Hz, so each chunk lasts 0.3 s and
-moves 0.3 times as far, and the 0.78 s latency could never keep up.) Each run is one episode: first
-a clean phase, then the node's process is stopped (SIGSTOP/SIGCONT) for 50, 100 and 200 ms while
-the arm moves; the tables put the two phases side by side, and the stops per delay. Runs go one
-after another, the modes' order rotating from repeat to repeat. A full run writes its section of
-bench/RESULTS.md (or --results); --quick (one repeat, shorter phases) only prints, unless --write.
-Every process is on a private ROS domain, loopback only, and is stopped at the end. `--task reach`
-runs instead the demo's one reach from HOME, an episode of 150 actions measured whole with no
-stops, as the real ros2_control figures in the README were (150-action episodes, closed loop).
+forward_position_steps: each step at once, forward_velocity) at 15 and 50 Hz, a real simulated
+arm (sequence_ai_ros.sim.node, Kilted's controller rules and joint-limit enforcement, joint
+states and physics at 200 Hz) and a real policy node (the shipped pi05_droid.yaml, the mode and
+its controller set as the demo sets them) run against the local gateway (real time, warm,
+steady latency), closed loop through the camera, while the disc the arm reaches for jumps
+between two mirror-image places every 3 s. 15 Hz is pi05-droid itself; 50 Hz is a catalogue
+entry that is pi05-droid in every respect (space, latency, 1.0 s chunks) but the rate: 50 steps
+at 50 Hz. The gateway serves both through a plug-in (_output_modes_policy.py): the reference
+policy's plan, which it makes at the same joint and tool speeds at any rate, with its noise
+drawn on the 15 Hz grid and sampled from one smooth curve, so both rates get the same motion.
+(The node's control_rate_hz would not do: it plays the 15 Hz steps at 50 Hz, so each chunk
+lasts 0.3 s and moves 0.3 times as far, and the 0.78 s latency could never keep up.) Each run
+is one episode: first a clean phase, then the node's process is stopped (SIGSTOP/SIGCONT) for
+50, 100 and 200 ms while the arm moves; the tables put the two phases side by side, and the
+stops per delay. Runs go one after another, the modes' order rotating from repeat to repeat. A
+full run writes its section of bench/RESULTS.md (or --results); --quick (one repeat, shorter
+phases) only prints, unless --write. Every process is on a private ROS domain, loopback only,
+and is stopped at the end.
 """
 
 import argparse
@@ -84,9 +82,6 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help='forward_position_250hz and _1000hz: the lines at another forward_output_rate_hz')
     add('--rates', nargs='+', type=float, default=[15.0, 50.0])
     add('--seed', type=int, default=1, help="the gateway's and the stops' seed")
-    add('--task', choices=('back_and_forth', 'reach'), default='back_and_forth',
-        help="reach: the demo's one reach from HOME, an episode of 150 actions measured "
-        'whole, no stops (as the real controllers were measured: 150-action episodes)')
     add('--results', type=Path, default=RESULTS)
     write = parser.add_mutually_exclusive_group()
     write.add_argument('--write', action='store_true', default=None,
@@ -122,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             lower_priority(gateway.pid)
             ros = RosSide('bench_output_modes', domain)
             setup = Setup(ros, domain, gateway.base_url, key, Path(tmp), plan['clean_s'],
-                          DELAYS_S * plan['stops_per_delay'], args.seed, args.task)
+                          DELAYS_S * plan['stops_per_delay'], args.seed)
             total = plan['repeats'] * len(args.rates) * len(args.modes)
             for repeat in range(plan['repeats']):
                 modes = args.modes[repeat % len(args.modes):] + \

@@ -72,11 +72,6 @@ class SimArm:
         self.velocity = (new - self.position) / dt
         self.position = new
 
-    def set_state(self, position: np.ndarray, velocity: np.ndarray) -> None:
-        """Take the hardware's state (kept inside the position limits)."""
-        self.position = np.clip(position, _LOWER, _UPPER)
-        self.velocity = np.array(velocity, dtype=float)
-
     def hold(self) -> None:
         """Stop dead where the arm is."""
         self.velocity = np.zeros_like(self.position)

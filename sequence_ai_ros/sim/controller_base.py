@@ -10,20 +10,12 @@ on a robot). Two controllers never claim the same joint.
 
 from collections.abc import Sequence
 import threading
-import time
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 POSITION, VELOCITY = 'position', 'velocity'
 COMMAND_INTERFACES = (POSITION, VELOCITY)
-# A reception further back than this is another clock's, not a wait: the callback's time then.
-MAX_RECEPTION_WAIT_S = 1.0
-try:  # callbacks given the message's info (rclpy >= Iron, not on the EventsExecutor of 9.1)
-    from rclpy.subscription import MessageInfo  # noqa: F401
-    HAS_MESSAGE_INFO = True
-except ImportError:
-    HAS_MESSAGE_INFO = False
 
 
 class SimController(Protocol):
@@ -85,20 +77,6 @@ class SwitchedController:
         """Deactivate, as controller_manager's switch_controller does."""
         with self._lock:
             self._core.deactivate()
-
-
-def received_at(node: Any, info: Any = None) -> float:
-    """
-    Return when DDS received a message, on `node`'s clock (the callback's time without info).
-
-    The real controller_manager's subscriptions do not wait for the simulated physics step or
-    a camera frame of this process: a command takes effect from the update after DDS got it.
-    """
-    now = float(node.get_clock().now().nanoseconds) * 1e-9
-    if info is None:
-        return now
-    waited = time.time() - info['received_timestamp'] * 1e-9
-    return now - waited if 0.0 <= waited < MAX_RECEPTION_WAIT_S else now
 
 
 def controller_name(controller: object) -> str:

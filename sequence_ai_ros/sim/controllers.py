@@ -32,8 +32,8 @@ class ControllerSpec:
     joints: tuple[str, ...]
     distro: str
     update_period: float
-    # The controller_manager runs update by update: a controller's messages are then timed
-    # by their DDS reception (the sim spins single-threaded).
+    # The controller_manager enforces limits update by update: a forward controller's
+    # commands are then timed by their DDS reception (the sim spins single-threaded).
     timed_arrivals: bool = False
 
 
@@ -43,7 +43,7 @@ ControllerFactory = Callable[..., SimController]
 
 def _joint_trajectory_controller(spec: ControllerSpec, **node_kwargs: Any) -> SimController:
     return JointTrajectoryControllerNode(spec.name, spec.joints, spec.distro,
-                                         spec.update_period, spec.timed_arrivals, **node_kwargs)
+                                         spec.update_period, **node_kwargs)
 
 
 def _forward_controller(interface: str) -> ControllerFactory:
@@ -74,16 +74,16 @@ GRIPPER_CONTROLLERS: dict[str, ControllerFactory] = {
 }
 # Controllers that rclpy's EventsExecutor cannot serve (action servers, rclpy 9.1).
 NEEDS_SINGLE_THREADED = frozenset({'gripper_action_controller'})
+# ... nor its forward controllers' callbacks given the message info (timed_arrivals).
+FORWARD_CONTROLLERS = frozenset({'forward_position_controller', 'forward_velocity_controller',
+                                 'gripper_forward_position_controller'})
 
 
 def needs_single_threaded(arm: str, gripper: str, timed_arrivals: bool) -> bool:
-    """
-    Return whether the sim must spin these controllers on a SingleThreadedExecutor.
-
-    An action server needs it, and so do messages timed by their DDS reception: the
-    EventsExecutor gives callbacks no message info.
-    """
-    return timed_arrivals or bool({arm, gripper} & NEEDS_SINGLE_THREADED)
+    """Return whether the sim must spin these controllers on a SingleThreadedExecutor."""
+    chosen = {arm, gripper}
+    return bool(chosen & NEEDS_SINGLE_THREADED) or \
+        (timed_arrivals and bool(chosen & FORWARD_CONTROLLERS))
 
 
 def controller_node_options(node: Node, argv: Sequence[str]) -> dict[str, Any]:

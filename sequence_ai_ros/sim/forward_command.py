@@ -47,6 +47,7 @@ something was written, so the hardware holds), which is what a robot's hardware 
 
 from collections.abc import Sequence
 import threading
+import time
 from typing import Any
 
 import numpy as np
@@ -55,8 +56,7 @@ from rclpy.node import Node
 from rclpy.qos import qos_profile_system_default
 from sequence_ai_ros.sim.controller_base import (
     COMMAND_INTERFACES,
-    HAS_MESSAGE_INFO,
-    received_at,
+    SwitchedController,
     VELOCITY,
 )
 from std_msgs.msg import Float64MultiArray
@@ -66,6 +66,13 @@ SIZE_MISMATCH = 'command size ({}) does not match number of interfaces ({})'
 # controller_manager's own line when it takes a failing controller down (Jazzy and later).
 DEACTIVATED = 'Deactivating following controllers as their update resulted in an error :\n\t- {}'
 THROTTLE_S = 1.0
+# A reception further back than this is another clock's, not a wait: the callback's time then.
+MAX_RECEPTION_WAIT_S = 1.0
+try:  # callbacks given the message's info (rclpy >= Iron, not on the EventsExecutor of 9.1)
+    from rclpy.subscription import MessageInfo  # noqa: F401
+    HAS_MESSAGE_INFO = True
+except ImportError:
+    HAS_MESSAGE_INFO = False
 DEFAULT_NAMES = {'position': 'forward_position_controller',
                  'velocity': 'forward_velocity_controller'}
 
@@ -152,7 +159,7 @@ class ForwardCommand:
             self._written = np.zeros(len(self.joints))
 
 
-class ForwardCommandController(Node):
+class ForwardCommandController(SwitchedController, Node):
     """
     A forward command controller's node: `~/commands` in, SimController for the hardware loop.
 
@@ -217,7 +224,6 @@ class ForwardCommandController(Node):
                ) -> np.ndarray | None:
         """Return what the claimed command interfaces hold after this cycle (None: nothing)."""
         with self._lock:
-            self._take_arrived(now)
             was_active = self._core.active
             values, error = self._core.update()
             taken_down = was_active and not self._core.active
@@ -227,34 +233,30 @@ class ForwardCommandController(Node):
             self.get_logger().error(DEACTIVATED.format(self.get_name()))
         return values
 
-    def activate(self) -> None:
-        """Activate: a command that arrived before must not play."""
-        with self._lock:
-            self._arrived = []
-            self._core.activate()
+    def arrivals(self) -> list[tuple[float, np.ndarray]]:
+        """
+        Return and forget the commands kept since the last call, at their node-clock times.
 
-    def deactivate(self) -> None:
-        """Deactivate, dropping what arrived and was not yet taken."""
+        A controller_manager updating faster than the simulated hardware steps would have
+        written each in the update it arrived in (joint_limits.py spreads them so).
+        """
         with self._lock:
-            self._arrived = []
-            self._core.deactivate()
-
-    def _take_arrived(self, now: float) -> None:
-        """Keep, in order, every command that arrived by `now` (the lock held)."""
-        while self._arrived and self._arrived[0][0] <= now:
-            self._core.receive(self._arrived.pop(0)[1])
+            arrived, self._arrived = self._arrived, []
+        if not self._core.active:
+            return []
+        return [(t, v) for t, v in arrived if v.size == len(self._core.joints)]
 
     def _on_received(self, msg: Float64MultiArray, info: Any) -> None:
-        # Two parameters: rclpy passes the message info, with when DDS received it.
-        self._keep(msg, info)
+        # The real controller_manager's subscription does not wait for the physics step or a
+        # camera frame of this process: a command is written in the update DDS received it in.
+        waited = time.time() - info['received_timestamp'] * 1e-9
+        self._on_command(msg, waited if 0.0 <= waited < MAX_RECEPTION_WAIT_S else 0.0)
 
-    def _on_command(self, msg: Float64MultiArray) -> None:
-        self._keep(msg, None)
-
-    def _keep(self, msg: Float64MultiArray, info: Any) -> None:
-        values = np.array(msg.data, dtype=float).ravel()
-        if not np.all(np.isfinite(values)):
-            self.get_logger().warning(NON_FINITE, throttle_duration_sec=THROTTLE_S)
-            return
+    def _on_command(self, msg: Float64MultiArray, waited: float = 0.0) -> None:
+        now = self.get_clock().now().nanoseconds * 1e-9 - waited
         with self._lock:
-            self._arrived.append((received_at(self, info), values))
+            warning = self._core.receive(msg.data)
+            if not warning:
+                self._arrived.append((now, np.array(msg.data, dtype=float)))
+        if warning:
+            self.get_logger().warning(warning, throttle_duration_sec=THROTTLE_S)

@@ -8,22 +8,8 @@ joint's desired position, a velocity v becomes q + v * dt, None (or a non-finite
 real hardware would refuse) holds those joints where they are. Unclaimed joints hold too.
 
 With a JointLimiter (the controller_manager enforcing the joints' limits, see joint_limits.py)
-a physics step runs the controller_manager's updates one by one, as ros2_control_node's loop
-runs read, update and write (controller_manager/src/ros2_control_node.cpp; the stored versions
-come without a commit, so no lines are cited):
-
-- read: mock_components/GenericSystem with calculate_dynamics
-  (hardware_interface/src/mock_components/generic_system.cpp, GenericSystem::read) makes a
-  position command the joint's position, its velocity the change over the measured period;
-  a velocity command moves the position by the velocity *state* times the period, then
-  becomes the state (backward integration). So the state an update reads, and the joint
-  state the broadcaster publishes stamped at that update, is what the update before wrote;
-- update: every controller at the update's time (the messages that arrived before it), then
-  the limiter clamps each command with the measured period; `on_clamp` hears the first
-  clamp of a physics step;
-- a loop that wakes late runs one update with the measured period and skips the missed ones
-  (Kilted's ros2_control_node: "Overrun detected!"): the physics step stands for the loop, so
-  a step later than its nominal period runs its first update late, not extra ones.
+every command first goes through it, update by update, and a velocity is integrated as
+mock_components/GenericSystem integrates it; `on_clamp` hears the first clamp of a cycle.
 """
 
 from collections.abc import Callable, Sequence
@@ -37,7 +23,8 @@ from sequence_ai_ros.sim.controller_base import (
     SimController,
     VELOCITY,
 )
-from sequence_ai_ros.sim.joint_limits import JointLimiter
+from sequence_ai_ros.sim.forward_command import ForwardCommandController
+from sequence_ai_ros.sim.joint_limits import Clamp, JointLimiter
 
 
 def claims(controllers: Sequence[SimController], joint_names: Sequence[str]) -> list[np.ndarray]:
@@ -61,68 +48,51 @@ def claims(controllers: Sequence[SimController], joint_names: Sequence[str]) -> 
     return indices
 
 
-def update_times(now: float, dt: float, update_period: float, step_period: float
-                 ) -> list[tuple[float, float]]:
-    """
-    Return (time, measured period) of each controller_manager update of a physics step.
-
-    A step of its nominal length `step_period` runs the updates it spans, `update_period`
-    apart, the last at `now`; a late one (an overrun) runs no more, its first with the
-    longer measured period; an early one fewer.
-    """
-    nominal = max(1, round(step_period / update_period))
-    count = max(1, min(nominal, round(dt / update_period)))
-    first = dt - (count - 1) * update_period
-    return [(now - (count - 1 - k) * update_period, first if k == 0 else update_period)
-            for k in range(count)]
-
-
 class HardwareLoop:
     """Owns the simulated arm and its controllers; :meth:`step` is one control cycle."""
 
     def __init__(self, arm: SimArm, controllers: Sequence[SimController],
                  joint_names: Sequence[str] = JOINT_NAMES, limiter: JointLimiter | None = None,
-                 on_clamp: Callable[[str], None] | None = None,
-                 step_period: float | None = None) -> None:
-        """
-        Claim the controllers' joints; ValueError on an unknown or doubly claimed joint.
-
-        `step_period`: the physics step's nominal period (None: each step's own length).
-        """
+                 on_clamp: Callable[[str], None] | None = None) -> None:
         self.arm = arm
         self.controllers = tuple(controllers)
         self.joint_names = tuple(joint_names)
         self.limiter = limiter
-        self.step_period = step_period
         self._on_clamp = on_clamp
         self._indices = claims(self.controllers, self.joint_names)
-        self._by_velocity = np.zeros(len(self.joint_names), dtype=bool)
-        for controller, idx in zip(self.controllers, self._indices):
-            self._by_velocity[idx] = controller.command_interface == VELOCITY
-        # What the command interfaces hold after the last update (NaN: nothing, hold).
-        self._written = np.full(len(self.joint_names), np.nan)
-        # (time, positions, velocities) of each controller_manager update of the last step,
-        # as a joint_state_broadcaster at the update rate publishes them; one row without a
+        # (time, positions) after each controller_manager update of the last step, as a
+        # joint_state_broadcaster at the update rate would publish them; one row without a
         # limiter (the physics step is then the only update).
-        self.samples: list[tuple[float, np.ndarray, np.ndarray]] = []
+        self.samples: list[tuple[float, np.ndarray]] = []
 
     def step(self, now: float, dt: float) -> None:
         """Update every controller at `now`, then move the arm for `dt` seconds."""
-        if self.limiter is not None and dt > 0.0:
-            self._run_updates(now, dt)
-            return
         arm = self.arm
         desired = arm.position.copy()
+        count, period = self.limiter.updates(dt) if self.limiter is not None and dt > 0.0 \
+            else (1, dt)
+        trace = np.tile(arm.position, (count, 1))
         for controller, idx in zip(self.controllers, self._indices):
-            command = self._command(controller, idx, now)
-            if command is None:
+            command = controller.update(now, arm.position[idx].copy(), arm.velocity[idx].copy())
+            if command is not None:
+                command = np.asarray(command, dtype=float)
+            if command is None or command.shape != idx.shape or \
+                    not np.all(np.isfinite(command)):
+                if self.limiter is not None:
+                    self.limiter.forget(idx)
                 continue
-            if controller.command_interface == VELOCITY:
+            velocity = controller.command_interface == VELOCITY
+            if self.limiter is not None and dt > 0.0:
+                desired[idx] = self._limited(controller, idx, command, velocity, now, dt)
+                if self.limiter.trace.shape == (count, idx.size):
+                    trace[:, idx] = self.limiter.trace
+            elif velocity:
                 desired[idx] = arm.position[idx] + command * dt
             else:
                 desired[idx] = command
         arm.step(desired, dt)
-        self.samples = [(now, arm.position.copy(), arm.velocity.copy())]
+        trace[-1] = arm.position
+        self.samples = [(now - dt + (k + 1) * period, row) for k, row in enumerate(trace)]
 
     def hold(self) -> None:
         """Stop the arm and tell every controller that can to hold where it is."""
@@ -131,55 +101,25 @@ class HardwareLoop:
                 controller.hold()
         if self.limiter is not None:
             self.limiter.forget()
-        self._written[:] = np.nan
         self.arm.hold()
 
-    def _command(self, controller: SimController, idx: np.ndarray, now: float
-                 ) -> np.ndarray | None:
-        """Return the controller's command at `now`, or None where it holds its joints."""
-        command = controller.update(now, self.arm.position[idx].copy(),
-                                    self.arm.velocity[idx].copy())
-        if command is None:
-            return None
-        command = np.asarray(command, dtype=float)
-        if command.shape != idx.shape or not np.all(np.isfinite(command)):
-            return None
-        return command
-
-    def _run_updates(self, now: float, dt: float) -> None:
-        limiter = self.limiter
+    def _limited(self, controller: SimController, idx: np.ndarray, command: np.ndarray,
+                 velocity: bool, now: float, dt: float) -> np.ndarray:
+        arm, limiter = self.arm, self.limiter
         assert limiter is not None
-        arm, first_clamp, samples = self.arm, None, []
-        for at, period in update_times(now, dt, limiter.update_period,
-                                       self.step_period or dt):
-            self._read(period)
-            samples.append((at, arm.position.copy(), arm.velocity.copy()))
-            for controller, idx in zip(self.controllers, self._indices):
-                command = self._command(controller, idx, at)
-                if command is None:
-                    limiter.forget(idx)
-                    self._written[idx] = np.nan
-                    continue
-                limit = limiter.velocity if controller.command_interface == VELOCITY \
-                    else limiter.position
-                self._written[idx], clamp = limit(idx, command, arm.position[idx],
-                                                  arm.velocity[idx],
-                                                  arm.velocity_limits[idx], period)
-                first_clamp = first_clamp or clamp
-        self.samples = samples
-        if first_clamp is not None and self._on_clamp is not None:
-            self._on_clamp(first_clamp.line(self.joint_names))
-
-    def _read(self, period: float) -> None:
-        """Read as GenericSystem with calculate_dynamics: the written commands become state."""
-        arm, written = self.arm, self._written
-        commanded = np.isfinite(written)
-        position, velocity = arm.position.copy(), arm.velocity.copy()
-        by_position = commanded & ~self._by_velocity
-        velocity[by_position] = (written[by_position] - position[by_position]) / period
-        position[by_position] = written[by_position]
-        by_velocity = commanded & self._by_velocity
-        position[by_velocity] += velocity[by_velocity] * period
-        velocity[by_velocity] = written[by_velocity]
-        velocity[~commanded] = 0.0
-        arm.set_state(position, velocity)
+        speeds = arm.velocity_limits[idx]
+        clamp: Clamp | None
+        if velocity:
+            position, clamp = limiter.velocities(idx, command, arm.position[idx], speeds, dt)
+        else:
+            # A forward controller writes each message in the update it arrives in and holds
+            # it; a trajectory controller samples its trajectory every update.
+            arrivals = controller.arrivals() \
+                if isinstance(controller, ForwardCommandController) else None
+            commands = limiter.schedule(idx, command, arm.position[idx], now - dt, dt,
+                                        arrivals)
+            position, clamp = limiter.positions(idx, commands, arm.position[idx],
+                                                arm.velocity[idx], speeds)
+        if clamp is not None and self._on_clamp is not None:
+            self._on_clamp(clamp.line(self.joint_names))
+        return position

@@ -28,7 +28,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import qos_profile_system_default
 from sequence_ai_ros.sim import jtc_action, jtc_rules
-from sequence_ai_ros.sim.controller_base import HAS_MESSAGE_INFO, POSITION, received_at
+from sequence_ai_ros.sim.controller_base import POSITION
 from sequence_ai_ros.sim.jtc_rules import JtcParams
 from sequence_ai_ros.sim.messages import trajectory_from_msg
 from sequence_ai_ros.sim.trajectory import TrajectoryExecutor
@@ -46,14 +46,7 @@ class JointTrajectoryControllerNode(Node):
     """The simulated JTC of `joints`; the hardware loop calls :meth:`update` every cycle."""
 
     def __init__(self, name: str, joints: Sequence[str], distro: str, update_period: float,
-                 reception_times: bool = False, **kwargs: Any) -> None:
-        """
-        Declare the parameters and subscribe; ValueError on a configuration upstream refuses.
-
-        `reception_times`: a message is taken at the first update after DDS received it (a
-        SingleThreadedExecutor only, where rclpy has it), not after this process's executor
-        got round to it.
-        """
+                 **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         base = jtc_rules.defaults(distro)
         sim_defaults = {'joints': list(joints), 'command_interfaces': list(SIM_COMMAND_INTERFACES),
@@ -76,9 +69,7 @@ class JointTrajectoryControllerNode(Node):
                     self._declare(f'{group}.{joint}.{leaf}', 0.0)
         self._executor = TrajectoryExecutor(params, update_period, self._log)
         self.add_on_set_parameters_callback(self._on_set_parameters)
-        on_trajectory = self._on_received if reception_times and HAS_MESSAGE_INFO \
-            else self._on_trajectory
-        self.create_subscription(JointTrajectory, '~/joint_trajectory', on_trajectory,
+        self.create_subscription(JointTrajectory, '~/joint_trajectory', self._on_trajectory,
                                  qos_profile_system_default)
         self._action = jtc_action.attach(self, self._executor)
         self.get_logger().info(
@@ -120,6 +111,9 @@ class JointTrajectoryControllerNode(Node):
             self._action.destroy()
         super().destroy_node()
 
+    def _now(self) -> float:
+        return self.get_clock().now().nanoseconds * 1e-9
+
     def _log(self, level: str, text: str) -> None:
         # One call site per severity: rclpy fixes a call site's severity at its first call.
         if level == 'error':
@@ -127,12 +121,8 @@ class JointTrajectoryControllerNode(Node):
         else:
             self.get_logger().warning(text)
 
-    def _on_received(self, msg: JointTrajectory, info: Any) -> None:
-        # Two parameters: rclpy passes the message info, with when DDS received it.
-        self._executor.receive(trajectory_from_msg(msg), received_at(self, info))
-
     def _on_trajectory(self, msg: JointTrajectory) -> None:
-        self._executor.receive(trajectory_from_msg(msg), received_at(self))
+        self._executor.receive(trajectory_from_msg(msg), self._now())
 
     def _declare(self, ros_name: str, default: object) -> object:
         descriptor = ParameterDescriptor(read_only=ros_name in jtc_rules.READ_ONLY)

@@ -63,19 +63,15 @@ class SimArmNode(Node):
                                         **options)
         self.controller_manager: ControllerManagerNode | None = manager
         self.controllers: list[SimController] = []
-        # Only with a limiter does the sim run the controller_manager's updates one by one
-        # (hardware.py), and time each message by when DDS received it.
+        # Only a limiter reads when each forward command arrived (joint_limits.schedule).
         self.timed_arrivals = manager.limiter is not None
-        step_period = 1.0 / settings.joint_state_rate_hz
         try:
             self.controllers = controllers.build(
                 settings.arm_controller, settings.gripper_controller,
-                settings.controller_distro,
-                1.0 / manager.update_rate if self.timed_arrivals else step_period,
+                settings.controller_distro, 1.0 / settings.joint_state_rate_hz,
                 self.timed_arrivals, **options)
             self._hardware = HardwareLoop(self._arm, self.controllers,
-                                          limiter=manager.limiter, on_clamp=manager.log_clamp,
-                                          step_period=step_period)
+                                          limiter=manager.limiter, on_clamp=manager.log_clamp)
         except ValueError:
             self.destroy_controllers()
             raise
@@ -86,6 +82,7 @@ class SimArmNode(Node):
         self._holds = 0
         self._last_tick = self._now()
         self._every_update = settings.joint_states_every_update
+        self._last_sample = self._arm.position.copy()
         self.add_on_set_parameters_callback(self._on_set_parameters)
         if settings.random_target_seed >= 0:
             rng = np.random.default_rng(settings.random_target_seed)
@@ -146,8 +143,12 @@ class SimArmNode(Node):
         if not self._every_update or len(self._hardware.samples) < 2:
             self._joint_pub.publish(messages.joint_state_msg(
                 stamp.to_msg(), JOINT_NAMES, self._arm.position, self._arm.velocity))
+            self._last_sample = self._arm.position.copy()
             return
-        for at, position, velocity in self._hardware.samples:
+        period = dt / len(self._hardware.samples)
+        for at, position in self._hardware.samples:
+            velocity = (position - self._last_sample) / period
+            self._last_sample = position
             self._joint_pub.publish(messages.joint_state_msg(
                 messages.stamp_at(at), JOINT_NAMES, position, velocity))
 

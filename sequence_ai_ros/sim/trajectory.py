@@ -11,9 +11,8 @@ unverified) unless another version is named:
 
 - A message is checked on receipt (jtc_rules; topic_callback, lines 1508-1524); a rejected
   one changes nothing and its reason is logged with upstream's text. An accepted one waits in
-  a one-slot buffer (add_new_trajectory_msg, lines 2142-2146): the first update after it was
-  received replaces the running trajectory with the newest message (lines 279-302; topics
-  never queue). The caller says when it was received (the sim: when DDS got it).
+  a one-slot buffer (add_new_trajectory_msg, lines 2142-2146): the *next* update replaces
+  the running trajectory with the newest message (lines 279-302; topics never queue).
 - Joints the message omits (allow_partial_joints_goal) keep their last commanded position,
   with zero velocity/acceleration where the message has those fields (fill_partial_goal,
   lines 1654-1733).
@@ -44,7 +43,6 @@ unverified) unless another version is named:
 
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-import math
 
 import numpy as np
 from sequence_ai_ros.sim import jtc_rules
@@ -130,8 +128,6 @@ class TrajectoryExecutor:
         self._log = log or (lambda level, text: None)
         self._index = {name: i for i, name in enumerate(params.joints)}
         self._pending: TrajectoryMsg | None = None
-        # Accepted messages not yet due: (received at, number, message), oldest first.
-        self._arrived: list[tuple[float, int, TrajectoryMsg]] = []
         self._trajectory: Trajectory | None = None
         self._holding = True
         self._activated = False
@@ -183,15 +179,10 @@ class TrajectoryExecutor:
             self._log('error', reason)
         return reason
 
-    def accept(self, msg: TrajectoryMsg, received: float = -math.inf) -> int:
-        """
-        Queue a checked `msg` for the first update after `received`; return its number.
-
-        The number is what `running` says once it runs; a default `received` is the next
-        update (an action goal).
-        """
+    def accept(self, msg: TrajectoryMsg) -> int:
+        """Queue a checked `msg` for the next update; return its number (see `running`)."""
         self._accepted += 1
-        self._arrived.append((received, self._accepted, msg))
+        self._pending, self._pending_number = msg, self._accepted
         self._holding = False
         return self._accepted
 
@@ -204,7 +195,7 @@ class TrajectoryExecutor:
         """
         reason = self.check(msg, now)
         if reason is None:
-            self.accept(msg, now)
+            self.accept(msg)
         return reason
 
     def succeed(self) -> None:
@@ -217,7 +208,6 @@ class TrajectoryExecutor:
         if self._trajectory is not None:
             last = replace(self._trajectory.msg.points[-1], time_from_start=0.0)
             self._pending, self._pending_number = TrajectoryMsg(self.params.joints, (last,)), 0
-            self._arrived = []
             self._holding = True
 
     def hold(self) -> None:
@@ -229,7 +219,6 @@ class TrajectoryExecutor:
         """
         if self._last_state.positions is not None:
             self._pending, self._pending_number = self._hold_msg(self._last_state.positions), 0
-            self._arrived = []
             self._holding = True
 
     def update(self, now: float, position: np.ndarray, velocity: np.ndarray) -> np.ndarray:
@@ -240,8 +229,6 @@ class TrajectoryExecutor:
         self._last_state = state
         if not self._activated:
             self._activate(now, state)
-        while self._arrived and self._arrived[0][0] <= now:
-            _, self._pending_number, self._pending = self._arrived.pop(0)
         if self._pending is not None:
             self._trajectory = Trajectory(self._sorted(self._filled(self._pending)))
             self._pending = None
@@ -287,7 +274,7 @@ class TrajectoryExecutor:
         self._command = state.positions.copy()
         self._commanded = State(state.positions.copy(), state.velocities)
         self._command_time = now
-        self._pending, self._arrived = self._hold_msg(state.positions), []
+        self._pending = self._hold_msg(state.positions)
         self._holding = True
         self._cmd_timeout, warning = jtc_rules.effective_cmd_timeout(self.params)
         if warning:

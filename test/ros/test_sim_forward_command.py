@@ -195,7 +195,7 @@ def publisher_for(ros, node):
 def received(node, expected):
     """Wait until the node's interfaces hold `expected` (the update runs on this thread)."""
     q = np.zeros(len(JOINTS))
-    return wait_until(lambda: np.array_equal(node.update(time.time(), q, q), expected), 10)
+    return wait_until(lambda: np.array_equal(node.update(0.0, q, q), expected), 10)
 
 
 def test_a_velocity_command_over_dds_integrates(ros, controller):
@@ -233,12 +233,10 @@ time.sleep(2.0)
 
 @pytest.mark.skipif(not HAS_MESSAGE_INFO, reason='this rclpy (7.1, Jazzy) passes no message '
                     'info to a callback: commands are timed by their callback there')
-@pytest.mark.parametrize('interface', ['position', 'velocity'])
-def test_a_command_is_timed_by_its_dds_reception_not_by_the_executor(
-        ros, controller, interface):
+def test_a_command_is_timed_by_its_dds_reception_not_by_the_executor(ros, controller):
     # The real controller_manager writes a command in the update it arrives in; the sim's
     # executor may reach the callback milliseconds later (a physics step, a camera frame).
-    node = controller(interface, reception_times=True)
+    node = controller('position', reception_times=True)
     peer = subprocess.Popen([sys.executable, '-c', PEER, f'/{node.get_name()}/commands'],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
 
@@ -248,20 +246,18 @@ def test_a_command_is_timed_by_its_dds_reception_not_by_the_executor(
         peer.stdin.flush()
         time.sleep(0.3)  # the subscription's callback runs after this
 
-    q = np.zeros(len(JOINTS))
     try:
         assert peer.stdout.readline().strip() == 'ready'
         timer = ros.node.create_timer(0.01, send_then_keep_the_executor_busy)
+        assert received(node, [0.1, 0.2])
         sent = float(peer.stdout.readline())
-        # Nothing had arrived before it was sent; by 0.1 s later it had, although the
-        # callback ran only after the executor's 0.3 s.
-        assert node.update(sent - 0.05, q, q) is None
-        assert wait_until(lambda: np.array_equal(node.update(sent + 0.1, q, q), [0.1, 0.2]),
-                          10)
         ros.node.destroy_timer(timer)
     finally:
         peer.kill()
         peer.wait()
+    (arrived, values), = node.arrivals() or [(None, None)]
+    assert values.tolist() == [0.1, 0.2]
+    assert sent <= arrived < sent + 0.1, arrived - sent
 
 
 def test_a_wrong_size_command_over_dds_is_ignored_with_upstreams_text(ros, controller):
@@ -281,7 +277,7 @@ def test_a_wrong_size_command_over_dds_is_ignored_with_upstreams_text(ros, contr
         q = np.zeros(2)
 
         def logged():
-            np.testing.assert_array_equal(node.update(time.time(), q, q), [0.1, 0.2])
+            np.testing.assert_array_equal(node.update(0.0, q, q), [0.1, 0.2])
             return any(text in m.msg and log_level(m) == ERROR for m in logs)
         assert wait_until(logged, 10), [m.msg for m in logs]
         assert node.active
@@ -341,13 +337,14 @@ def test_the_interface_cannot_be_overridden_by_a_parameter(ros, controller):
     assert node.command_interface == 'velocity'
 
 
-def test_the_sim_spins_single_threaded_only_where_a_message_is_timed():
+def test_the_sim_spins_single_threaded_only_where_a_forward_command_is_timed():
     from sequence_ai_ros.sim.controllers import needs_single_threaded
-    # Kilted's updates one by one read each message's arrival: rclpy 9.1's EventsExecutor
-    # gives none.
-    for arm in ('forward_position_controller', 'joint_trajectory_controller'):
-        assert needs_single_threaded(arm, 'gripper_trajectory_controller', timed_arrivals=True)
-        assert not needs_single_threaded(arm, 'gripper_trajectory_controller',
-                                         timed_arrivals=False)
+    # Kilted's limiter reads each command's arrival: rclpy 9.1's EventsExecutor gives none.
+    assert needs_single_threaded('forward_position_controller', 'gripper_trajectory_controller',
+                                 timed_arrivals=True)
+    assert not needs_single_threaded('forward_position_controller',
+                                     'gripper_trajectory_controller', timed_arrivals=False)
+    assert not needs_single_threaded('joint_trajectory_controller',
+                                     'gripper_trajectory_controller', timed_arrivals=True)
     assert needs_single_threaded('joint_trajectory_controller', 'gripper_action_controller',
                                  timed_arrivals=False)

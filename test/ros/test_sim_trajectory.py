@@ -121,23 +121,6 @@ def test_only_the_newest_message_before_an_update_is_executed():
     assert run.tick()[0] == pytest.approx(0.25)
 
 
-def test_a_message_is_taken_at_the_first_update_after_it_was_received():
-    # add_new_trajectory_msg's one-slot buffer is read by the next update:
-    # joint_trajectory_controller/src/joint_trajectory_controller.cpp @ 38679ea8 (branch
-    # unverified), lines 279-302 and 2142-2146. A caller that updates late (the sim's physics
-    # step) still starts each message where the controller_manager would have.
-    run = Run()
-    run.until(0.1)
-    t = run.t  # the next update
-    assert run.ex.receive(TrajectoryMsg(JOINTS, (pt([1.0, 0.5, -0.5], 0.0),)), t + 0.005) \
-        is None
-    assert run.ex.receive(TrajectoryMsg(JOINTS, (pt([0.5, 0.5, -0.5], 0.0),)), t + 0.015) \
-        is None
-    assert run.tick()[0] == pytest.approx(0.0)  # neither had arrived by this update
-    assert run.tick()[0] == pytest.approx(1.0)  # the first had
-    assert run.tick()[0] == pytest.approx(0.5)
-
-
 def test_joints_a_partial_goal_omits_hold_their_last_command():
     run = Run(allow_partial_joints_goal=True)
     run.send(JOINTS, pt([0.4, 0.6, -0.2], 0.0))

@@ -16,8 +16,6 @@ from ros_harness import wait_until
 from sensor_msgs.msg import JointState
 from sequence_ai_ros.demo.configs import find_config
 from sequence_ai_ros.runtime.log_level import ERROR, log_level
-from sequence_ai_ros.sim.arm import SimArm
-from sequence_ai_ros.sim.hardware import HardwareLoop
 from sequence_ai_ros.sim.joint_limits import JointLimiter
 from sequence_ai_ros.world import arm_model
 from sim_process import SimProcess
@@ -33,35 +31,16 @@ def limiter(period=0.001):
     return JointLimiter(np.array([-2.8973]), np.array([2.8973]), period)
 
 
-def clamp_position(core, value, actual, period=0.001):
-    """Limit one update's position command on joint 1."""
-    return core.position(ONE, np.array([value]), np.array([actual]), np.array([0.0]), V, period)
-
-
-class Held:
-    """A forward position controller: the last message that arrived by each update, held."""
-
-    command_interface = 'position'
-    claimed_joints = ('panda_joint1',)
-
-    def __init__(self, arrivals):
-        self.arrivals = list(arrivals)  # (time, value), in order
-
-    def update(self, now, position, velocity):
-        values = [value for at, value in self.arrivals if at <= now]
-        return np.array([values[-1]]) if values else None
-
-
-def loop_of(controller, step_period=0.005):
-    arm = SimArm(arm_model.HOME)
-    lower, upper = arm.position_limits
-    limits = JointLimiter(lower, upper, 0.001)
-    return arm, limits, HardwareLoop(arm, [controller], limiter=limits, step_period=step_period)
+def held(core, value, actual, dt, arrivals=None):
+    """Run one physics step on a forward controller's held `value`."""
+    commands = core.schedule(ONE, np.array([value]), np.array([actual]), 0.0, dt,
+                             [] if arrivals is None else arrivals)
+    return core.positions(ONE, commands, np.array([actual]), np.array([0.0]), V)
 
 
 def test_a_forward_step_is_clamped_as_kilted_clamped_it():
     core = limiter()
-    position, clamp = clamp_position(core, -0.003692, 0.0)
+    position, clamp = held(core, -0.003692, 0.0, 0.001)
     assert position.tolist() == pytest.approx([-0.002175])
     assert clamp.line(('panda_joint1',)) == (
         'Command of at least one joint is out of limits (throttled log). Joint: '
@@ -69,52 +48,58 @@ def test_a_forward_step_is_clamped_as_kilted_clamped_it():
         '[position: -0.003692], limited: [position: -0.002175]) with desired period : '
         '0.001000 sec.')
     # The next update goes on from the limited command, not from the arm.
-    position, clamp = clamp_position(core, -0.003692, 0.0)
+    position, clamp = held(core, -0.003692, 0.0, 0.001)
     assert position.tolist() == pytest.approx([-0.003692]) and clamp is None
 
 
-def test_the_reach_of_an_update_is_its_measured_period():
-    # compute_position_limits: max_velocity x dt, dt the update's (measured) period.
-    position, clamp = clamp_position(limiter(), 0.01, 0.0, period=0.003)
-    assert position.tolist() == pytest.approx([3 * 0.002175]) and clamp is not None
-
-
 def test_a_held_step_is_spread_over_the_updates_of_a_physics_step():
-    home = arm_model.HOME[0]
-    arm, limits, loop = loop_of(Held([(0.0, home + 0.02)]))
-    clamps = []
-    loop._on_clamp = clamps.append
-    # 20 mrad written at once, a 5 ms physics step = 5 updates of at most 2.175 mrad; the
-    # state read lags the last one written by an update.
-    loop.step(1.0, 0.005)
-    assert arm.position[0] - home == pytest.approx(4 * 0.002175) and len(clamps) == 1
+    core = limiter()
+    # 20 mrad written at once, a 5 ms physics step = 5 updates of at most 2.175 mrad.
+    position, clamp = held(core, 0.02, 0.0, 0.005)
+    assert position.tolist() == pytest.approx([5 * 0.002175]) and clamp is not None
 
 
 def test_messages_arriving_within_a_physics_step_are_written_update_by_update():
-    home = arm_model.HOME[0]
-    # A line at 1 kHz: 1 mrad a message, one message per update: nothing to clamp.
-    arrivals = [(0.995 + 0.001 * k - 0.0005, home + 0.001 * k) for k in range(1, 11)]
-    arm, limits, loop = loop_of(Held(arrivals))
-    loop.step(1.0, 0.005)
-    loop.step(1.005, 0.005)
-    assert limits.clamped_updates == 0
-    assert [q[0] - home for _, q, _ in loop.samples] == pytest.approx(
-        [0.005, 0.006, 0.007, 0.008, 0.009])
-
-
-def test_a_velocity_is_clamped_to_the_limit():
     core = limiter()
-    limited, clamp = core.velocity(ONE, np.array([3.0]), np.array([0.0]), np.array([0.0]), V,
-                                   0.001)
-    assert limited.tolist() == pytest.approx([2.175])
+    held(core, 0.0, 0.0, 0.005)
+    # A line at 1 kHz: 1 mrad a message, one message per update: nothing to clamp.
+    arrivals = [(0.001 * k - 0.0005, np.array([0.001 * k])) for k in range(1, 6)]
+    position, clamp = held(core, 0.005, 0.0, 0.005, arrivals)
+    assert clamp is None and position.tolist() == pytest.approx([0.005])
+    # The same 5 mrad as one message: clamped, 2 updates to get there.
+    position, clamp = held(core, 0.010, 0.005, 0.005, [(0.0005, np.array([0.010]))])
+    assert clamp is not None and position.tolist() == pytest.approx([0.010])
+
+
+def test_a_sampled_trajectory_within_the_limit_is_not_clamped():
+    core = limiter()
+    # A trajectory controller's 5 ms of motion at 2 rad/s: 1 mrad per 1 ms update... ramped.
+    q = 0.0
+    for k in range(1, 50):
+        commands = core.schedule(ONE, np.array([k * 0.01]), np.array([q]), 0.0, 0.005,
+                                 None)
+        position, clamp = core.positions(ONE, commands, np.array([q]), np.array([2.0]), V)
+        assert clamp is None, k
+        q = float(position[0])
+    assert q == pytest.approx(0.49)
+
+
+def test_a_velocity_is_clamped_to_the_limit_and_integrated_one_update_behind():
+    core = limiter()
+    position, clamp = core.velocities(ONE, np.array([3.0]), np.array([0.0]), V, 0.005)
+    # GenericSystem: the first update moves by the old state (0), the next four by 2.175.
+    assert position.tolist() == pytest.approx([4 * 0.001 * 2.175])
     assert clamp.kind == 'velocity' and clamp.limited == pytest.approx(2.175)
+    position, clamp = core.velocities(ONE, np.array([1.0]), position, V, 0.005)
+    assert position.tolist() == pytest.approx([4 * 0.001 * 2.175 + 0.001 * 2.175 + 0.004])
 
 
 def test_a_velocity_stops_at_the_position_limit():
     core = limiter()
-    limited, clamp = core.velocity(ONE, np.array([2.0]), np.array([2.8963]), np.array([2.0]),
-                                   V, 0.001)
-    assert limited.tolist() == pytest.approx([1.0]) and clamp is not None
+    position = np.array([2.89])
+    for _ in range(20):
+        position, _ = core.velocities(ONE, np.array([2.0]), position, V, 0.005)
+    assert position[0] <= 2.8973 + 1e-9
 
 
 # -- over DDS: a forward step against the sim ------------------------------------------------
@@ -163,9 +148,7 @@ def test_kilted_clamps_a_forward_step_to_the_speed_limit_and_says_so(ros):
                'with desired period : 0.001000 sec.' in e for e in errors), errors
     t = np.array([s[0] for s in states])
     q = np.array([s[1] for s in states])
-    # Each state shows what the update before wrote, limited over that update's measured
-    # period (the stamps before it): after a late update the step looks faster than the limit.
-    speed = np.abs(np.diff(q))[1:] / np.diff(t)[:-1]
+    speed = np.abs(np.diff(q)) / np.diff(t)
     assert speed.max() <= 2.175 * 1.02, 'a step beyond the speed limit reached the joint'
     assert speed.max() >= 2.175 * 0.9, 'the step was not taken at the speed limit'
 
