@@ -60,10 +60,10 @@ class FormatsHeader:
 class Worker:
     """The worker's routes over the shared direct state."""
 
-    def __init__(self, state: DirectState, faults: AnswerFaults | None = None) -> None:
+    def __init__(self, state: DirectState, faults: AnswerFaults) -> None:
         self.state = state
         self.stats = Stats()
-        self.faults = faults or AnswerFaults()  # canned answers (/v1/_local/faults)
+        self.faults = faults  # the gateway's canned answers (/v1/_local/faults), one for both
 
     def app(self) -> Starlette:
         """Build the worker's ASGI app."""
