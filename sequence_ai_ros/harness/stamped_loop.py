@@ -44,11 +44,14 @@ class StampedLoop:
                 joint_positions=[float(v) for v in arm_model.HOME], gripper=0.0),
             instruction=stamped_instruction(self.prefix, self.number, seq))
 
-    def unplayed(self) -> set[int]:
+    def unplayed(self, landed_before: float | None = None) -> set[int]:
         """
         Return the chunks answered and never executed, older than the newest one executed.
 
-        The run's last answers may land after it stopped: they are not counted.
+        The run's last answers may land after it stopped: they are not counted, nor, given
+        `landed_before` (a monotonic time), those that landed from then on.
         """
         newest = max(self.check.played, default=-1)
-        return {s for s in self.stamps.answered - set(self.check.played) if s < newest}
+        landed = self.stamps.answered_at
+        return {s for s in self.stamps.answered - set(self.check.played) if s < newest
+                and (landed_before is None or landed.get(s, landed_before) < landed_before)}

@@ -257,7 +257,9 @@ def test_a_busy_deployment_is_asked_again_until_the_timeout_then_raised(one_seat
             with pytest.raises(sai.Unavailable) as info:
                 second.predict(OBS)
             assert info.value.status == 429 and info.value.code == 'busy'
-            assert time.monotonic() - began > 1.0  # asked again within timeout_s, not once
+            # Asked again with backoff while the next wait still ended within timeout_s.
+            assert info.value.details['attempts'] >= 2 and 'busy on' in str(info.value)
+            assert time.monotonic() - began < 2.0 + 5.0
         first.close()
         with connect(one_seat) as third:  # the seat given back is free for the next
             assert len(third.predict(OBS).action_chunk) > 0
