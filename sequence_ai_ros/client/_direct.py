@@ -267,11 +267,10 @@ class DirectConnection:
                 busy += 1
                 pause = busy_backoff(busy, exc.retry_after_s)
                 if now + pause > deadline:
-                    raise Unavailable(
-                        f'{exc.message} (busy on {busy} attempts in a row)', status=exc.status,
-                        body=exc.body, code=exc.code, retryable=exc.retryable,
-                        retry_after_s=exc.retry_after_s, request_id=exc.request_id,
-                        hint=exc.hint, details={**exc.details, 'attempts': busy}) from None
+                    restated = exc.fields()
+                    restated['details']['attempts'] = busy
+                    raise Unavailable(f'{exc.message} (busy on {busy} attempts in a row)',
+                                      **restated) from None
                 self._interrupt.sleep(pause, generation, 'the wait for a busy worker')
 
     def _current_worker(self) -> WorkerChannel:

@@ -39,6 +39,12 @@ class SequencesError(Exception):
     def __repr__(self) -> str:
         return f'{type(self).__name__}({str(self)!r}, status={self.status})'
 
+    def fields(self) -> dict[str, Any]:
+        """Return the error body's fields as keywords, for an error that restates this one."""
+        return {'status': self.status, 'body': self.body, 'code': self.code,
+                'retryable': self.retryable, 'retry_after_s': self.retry_after_s,
+                'request_id': self.request_id, 'hint': self.hint, 'details': dict(self.details)}
+
     @property
     def reason(self) -> str | None:
         """Return `details.reason`, the refinement of the code (draining, episode_lost...)."""

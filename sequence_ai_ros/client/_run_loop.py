@@ -134,10 +134,8 @@ class RunLoop:
                 if time.monotonic() + pause > deadline:
                     raise Unavailable(
                         f'{exc.message}; still warming after {self.startup_timeout_s:.0f}s '
-                        '(startup_timeout_s)', status=exc.status, body=exc.body, warming=True,
-                        retry_after_s=exc.retry_after_s, job_id=exc.job_id,
-                        code=exc.code, request_id=exc.request_id, hint=exc.hint,
-                        details=exc.details) from exc
+                        '(startup_timeout_s)', warming=True, job_id=exc.job_id,
+                        **exc.fields()) from exc
                 self.stream.pause(pause, self._since)
 
     def _outcome_ready(self) -> None:

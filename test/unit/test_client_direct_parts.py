@@ -81,6 +81,14 @@ def test_warming_and_queue_answers_are_waited_out_not_retried_as_transient():
     assert busy.retry_after_s == 1.0 and is_transient(busy) and busy.retryable
 
 
+def test_an_error_restated_keeps_every_field_of_the_body_and_shares_no_details():
+    busy = error_from_body(429, coded('busy', retry_after_s=2.0, details={'seats': 1}))
+    restated = Unavailable('asked 3 times', **busy.fields())
+    assert {k: getattr(restated, k) for k in busy.fields()} == busy.fields()
+    restated.details['attempts'] = 3
+    assert 'attempts' not in busy.details
+
+
 def test_episode_lost_is_its_own_conflict_and_frames_missing_keeps_from():
     lost = error_from_body(409, coded('conflict', details={'reason': 'episode_lost'}))
     assert isinstance(lost, EpisodeLost) and isinstance(lost, InvalidRequest)
