@@ -52,8 +52,9 @@ from ros_harness import (
     statuses_after,
     wait_until,
 )
-from sequence_ai_ros.contract.error_codes import code_for_status, spec_of
+from sequence_ai_ros.contract.error_codes import code_for_status
 from sequence_ai_ros.faults import FaultProxy
+from sequence_ai_ros.gateway.direct.errors import DirectError
 from sequence_ai_ros.gateway.process import free_port, GatewayProcess
 from sequence_ai_ros.harness.direct_session import DirectSession
 from sequence_ai_ros.harness.proc_stats import resident_kib
@@ -179,10 +180,7 @@ class SessionFaults:
 
 def coded_body(status: int, message: str) -> bytes:
     """Return the direct protocol's error body for `status` (its code from the table)."""
-    code = code_for_status(status)
-    return json.dumps({'detail': message, 'code': code, 'retryable': spec_of(code).retryable,
-                       'retry_after_s': None, 'request_id': 'r-operator', 'hint': None,
-                       'details': {}}).encode()
+    return json.dumps(DirectError(code_for_status(status), message).body('r-operator')).encode()
 
 
 class RobotStalled(Exception):

@@ -32,12 +32,13 @@ from ros_harness import (
     outcome_after,
     wait_until,
 )
+from sequence_ai_ros.client import full_model_id
 from std_msgs.msg import String
 from system.test_node_faults import joints_back_in_time, joints_stop
 from system.test_node_gateway_faults import chunk_of, fired, MALFORMED
 
 BOUND_S = CONTROL_PERIOD_S + MARGIN_S
-MODEL = 'accounts/sequences/models/pi05-droid'
+MODEL = full_model_id('pi05-droid')
 
 
 # -- episodes that end by themselves or by the operator -------------------------------------

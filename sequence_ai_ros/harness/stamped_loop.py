@@ -54,4 +54,4 @@ class StampedLoop:
         newest = max(self.check.played, default=-1)
         landed = self.stamps.answered_at
         return {s for s in self.stamps.answered - set(self.check.played) if s < newest
-                and (landed_before is None or landed.get(s, landed_before) < landed_before)}
+                and (landed_before is None or landed[s] < landed_before)}
